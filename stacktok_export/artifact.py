@@ -1,0 +1,202 @@
+"""The versioned JSON artifact: canonical form, fingerprint, save and validating load.
+
+Layout (keys sorted, one merge per line so diffs stay readable)::
+
+    {"engine": {...}, "fingerprint": "<sha256>", "format": "stacktok-bpe-v1",
+     "merges": [[a, b], ...], "name": "...", "pattern": "...",
+     "special_tokens": [...], "vocab_size": N}
+
+The fingerprint is the sha256 of the canonical JSON of ``format``,
+``vocab_size``, ``pattern``, ``merges`` and ``special_tokens`` -- everything
+that decides ids, nothing else (not the name, not the engine record). Files in
+the seed's ``stacklm-bpe-v1`` format (no engine, no fingerprint) still load.
+
+Out of scope: migrating artifacts between formats; an artifact is frozen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._atomic import write_text_atomic
+from .pretokenize import check_engine, compile_pattern, engine_info
+
+if TYPE_CHECKING:
+    from .bpe import StackTokenizer
+
+FORMAT = "stacktok-bpe-v1"
+LEGACY_FORMATS = ("stacklm-bpe-v1",)
+_REQUIRED = ("format", "vocab_size", "pattern", "merges", "special_tokens")
+
+
+class ArtifactError(ValueError):
+    """The artifact file is unreadable or inconsistent; the message says how to fix it."""
+
+
+def current_engine() -> dict[str, Any]:
+    return engine_info()
+
+
+def canonical(tok: StackTokenizer) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "vocab_size": tok.vocab_size,
+        "pattern": tok.pattern,
+        "merges": [[a, b] for a, b in tok.merges],
+        "special_tokens": list(tok.special_to_id),
+    }
+
+
+def fingerprint(tok: StackTokenizer) -> str:
+    text = json.dumps(canonical(tok), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def dumps(tok: StackTokenizer) -> str:
+    """The artifact's exact text: deterministic, ASCII, one merge per line."""
+    payload = canonical(tok)
+    payload["name"] = tok.name
+    payload["engine"] = tok.engine or current_engine()
+    payload["fingerprint"] = fingerprint(tok)
+    parts = []
+    for key in sorted(payload):
+        if key == "merges":
+            body = ",\n    ".join(f"[{a}, {b}]" for a, b in tok.merges)
+            value = f"[\n    {body}\n  ]" if body else "[]"
+        else:
+            value = json.dumps(payload[key], sort_keys=True, ensure_ascii=True)
+        parts.append(f"  {json.dumps(key)}: {value}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def save(tok: StackTokenizer, path: str | os.PathLike[str]) -> None:
+    write_text_atomic(path, dumps(tok))
+
+
+def check_specials(specials: list[Any]) -> None:
+    """Special tokens: a non-empty list of distinct, non-empty strings."""
+    if not isinstance(specials, list) or not specials:
+        raise ArtifactError("special_tokens is missing or empty; the artifact must list them")
+    seen: set[str] = set()
+    for s in specials:
+        if not isinstance(s, str) or not s:
+            raise ArtifactError(f"special token {s!r} is not a non-empty string")
+        if s in seen:
+            raise ArtifactError(f"special token {s!r} is listed twice; each must be unique")
+        seen.add(s)
+
+
+def _check_merges(merges: Any) -> list[tuple[int, int]]:
+    if not isinstance(merges, list):
+        raise ArtifactError("merges must be a list of [left, right] id pairs")
+    out: list[tuple[int, int]] = []
+    seen: dict[tuple[int, int], int] = {}
+    for i, m in enumerate(merges):
+        new_id = 256 + i
+        ok = isinstance(m, list) and len(m) == 2 and all(type(x) is int for x in m)
+        if not ok:
+            raise ArtifactError(f"merge #{i} (id {new_id}) is {m!r}, not a [left, right] pair of ints")
+        a, b = m
+        if not (0 <= a < new_id and 0 <= b < new_id):
+            raise ArtifactError(
+                f"merge #{i} (id {new_id}) = {m!r} references an id that is not below its own "
+                f"id {new_id}; merges must only combine earlier tokens"
+            )
+        pair = (a, b)
+        if pair in seen:
+            raise ArtifactError(
+                f"merge #{i} (id {new_id}) = {m!r} duplicates merge #{seen[pair]}; "
+                "each pair may be merged once"
+            )
+        seen[pair] = i
+        out.append(pair)
+    return out
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ArtifactError(f"{path}: no such artifact; check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"{path}: cannot read artifact ({exc})") from None
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(
+            f"{path}: malformed JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); "
+            "restore the file from version control"
+        ) from None
+    if not isinstance(payload, dict):
+        raise ArtifactError(f"{path}: the artifact must be a JSON object")
+    return payload
+
+
+def _validate(payload: dict[str, Any], path: Path) -> None:
+    missing = [k for k in _REQUIRED if k not in payload]
+    if missing:
+        raise ArtifactError(f"{path}: missing key(s) {missing}; not a stacktok artifact")
+    fmt = payload["format"]
+    if fmt != FORMAT and fmt not in LEGACY_FORMATS:
+        raise ArtifactError(
+            f"{path}: unknown format {fmt!r}; this stacktok reads {FORMAT!r} "
+            f"and {', '.join(LEGACY_FORMATS)} -- upgrade stacktok to read newer artifacts"
+        )
+    if not isinstance(payload["pattern"], str):
+        raise ArtifactError(f"{path}: pattern must be a string")
+    if type(payload["vocab_size"]) is not int:
+        raise ArtifactError(f"{path}: vocab_size must be an integer")
+
+
+def load(
+    cls: type[StackTokenizer], path: str | os.PathLike[str], *, allow_engine_mismatch: bool
+) -> StackTokenizer:
+    """Read, validate and build a tokenizer; raise ``ArtifactError`` naming the problem."""
+    path = Path(path)
+    payload = _read(path)
+    _validate(payload, path)
+    try:
+        merges = _check_merges(payload["merges"])
+        check_specials(payload["special_tokens"])
+        tok = cls(payload["pattern"], name=str(payload.get("name") or path.stem))
+    except ArtifactError as exc:
+        raise ArtifactError(f"{path}: {exc}") from None
+    except ValueError as exc:
+        raise ArtifactError(f"{path}: {exc}") from None
+    expected = 256 + len(merges) + len(payload["special_tokens"])
+    if payload["vocab_size"] != expected:
+        raise ArtifactError(
+            f"{path}: vocab_size is {payload['vocab_size']} but 256 bytes + {len(merges)} merges "
+            f"+ {len(payload['special_tokens'])} specials = {expected}; the file was edited or truncated"
+        )
+    tok.merges = merges
+    tok._index(payload["special_tokens"])
+    _check_recorded(tok, payload, path, allow_engine_mismatch=allow_engine_mismatch)
+    return tok
+
+
+def _check_recorded(
+    tok: StackTokenizer, payload: dict[str, Any], path: Path, *, allow_engine_mismatch: bool
+) -> None:
+    recorded = payload.get("fingerprint")
+    if recorded is not None and recorded != tok.fingerprint:
+        raise ArtifactError(
+            f"{path}: fingerprint {recorded[:12]}... does not match the contents "
+            f"({tok.fingerprint[:12]}...); the file was edited after it was written -- "
+            "restore it from version control"
+        )
+    engine = payload.get("engine")
+    if engine is None:
+        tok.engine = {}
+        return
+    if not isinstance(engine, dict):
+        raise ArtifactError(f"{path}: engine must be an object")
+    problem = check_engine(engine)
+    if problem and not allow_engine_mismatch:
+        raise ArtifactError(f"{path}: {problem}")
+    tok.engine = dict(engine)
+    compile_pattern(tok.pattern)

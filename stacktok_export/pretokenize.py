@@ -1,0 +1,110 @@
+"""The pre-tokenizer: the Llama-3 split regex, compiled with the ``regex`` engine,
+and a record of that engine's Unicode tables.
+
+A byte-level BPE never merges across pre-token boundaries, so the boundaries
+are part of the frozen tokenizer. They depend on which code points the engine
+classifies as letters (``\\p{L}``), numbers (``\\p{N}``) and white space, and
+those tables move with Unicode releases. :func:`engine_info` records the
+engine, its Unicode version and a hash of exactly those classes; an artifact
+stores it, and loading under tables that classify any code point differently
+is an error, never a silent change of tokenization.
+
+Out of scope: other regex engines (Oniguruma, fancy-regex, llama.cpp's
+hand-written splitter) -- the conformance suite compares those by behaviour.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from typing import Any
+
+import regex
+
+#: The Llama-3 split pattern (case-insensitive contractions, words with one
+#: optional leading non-letter, digit groups of at most three, punctuation
+#: runs with trailing newlines, newline runs, white space).
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+    r"|[^\r\n\p{L}\p{N}]?\p{L}+"
+    r"|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+"
+    r"|\s+(?!\S)"
+    r"|\s+"
+)
+
+# One code point first assigned in each Unicode version (all letters or
+# numbers), newest first: the newest one the engine knows names its version.
+_UNICODE_SENTINELS: tuple[tuple[str, int], ...] = (
+    ("17.0", 0x323B0),  # CJK Unified Ideographs Extension J
+    ("16.0", 0x1C89),  # CYRILLIC CAPITAL LETTER TJE
+    ("15.1", 0x2EBF0),  # CJK Unified Ideographs Extension I
+    ("15.0", 0x11F04),  # KAWI LETTER A
+    ("14.0", 0x0870),  # ARABIC LETTER ALEF WITH ATTACHED FATHA
+    ("13.0", 0x08BE),  # ARABIC LETTER PEH WITH SMALL V
+)
+
+_CLASSES = (r"\p{L}+", r"\p{N}+", r"\s+", r"\P{Cn}+")
+
+
+def compile_pattern(pattern: str) -> regex.Pattern[str]:
+    """Compile ``pattern`` with ``regex``; raise ``ValueError`` naming the problem."""
+    try:
+        return regex.compile(pattern)
+    except (regex.error, TypeError) as exc:
+        raise ValueError(f"pre-tokenizer pattern does not compile with regex: {exc}") from exc
+
+
+def unicode_version() -> str:
+    """The Unicode version of the installed ``regex`` tables (by sentinel code points)."""
+    for version, cp in _UNICODE_SENTINELS:
+        if regex.match(r"\P{Cn}", chr(cp)):
+            return version
+    return "<13.0"
+
+
+@functools.lru_cache(maxsize=1)
+def classes_sha256() -> str:
+    """sha256 over the ranges of L, N, white space and assigned code points.
+
+    Two engines with the same hash split every input identically under the
+    Llama-3 pattern. Takes about a second; cached per process.
+    """
+    text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    digest = hashlib.sha256()
+    for cls in _CLASSES:
+        for m in regex.finditer(cls, text):
+            digest.update(f"{ord(m.group()[0]):x}-{ord(m.group()[-1]):x},".encode())
+        digest.update(b"|")
+    return digest.hexdigest()
+
+
+def engine_info(*, with_classes: bool = True) -> dict[str, Any]:
+    """What the artifact records about the engine that defines its splits."""
+    info: dict[str, Any] = {
+        "name": "regex",
+        "version": regex.__version__,
+        "unicode_version": unicode_version(),
+    }
+    if with_classes:
+        info["classes_sha256"] = classes_sha256()
+    return info
+
+
+def check_engine(recorded: dict[str, Any]) -> str | None:
+    """Return ``None`` if the installed engine splits like ``recorded``, else why not."""
+    if recorded.get("name") != "regex":
+        return f"artifact was written with regex engine {recorded.get('name')!r}, not 'regex'"
+    if recorded.get("version") == regex.__version__:
+        return None
+    want = recorded.get("classes_sha256")
+    if want is None or want == classes_sha256():
+        return None
+    return (
+        f"the installed regex {regex.__version__} (Unicode {unicode_version()}) classifies "
+        f"letters/numbers/white space differently from regex {recorded.get('version')} "
+        f"(Unicode {recorded.get('unicode_version')}) that the artifact was trained with; "
+        f"install regex=={recorded.get('version')} or pass allow_engine_mismatch=True "
+        f"if you accept different splits on the changed code points"
+    )
