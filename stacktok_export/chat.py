@@ -79,10 +79,10 @@ def _check_message(i: int, m: object, prev: str | None) -> tuple[str, str]:
             f"message {i} ({role}) content is {type(content).__name__}; it must be a string"
         )
     if prev not in _MAY_FOLLOW[role]:
-        after = "the start" if prev is None else f"a {prev!r} message"
+        after = "the start" if prev is None else f"role {prev!r}"
         allowed = ", ".join("the start" if r is None else r for r in _MAY_FOLLOW[role])
         raise ChatFormatError(
-            f"message {i}: a {role!r} message cannot follow {after}; it may follow: {allowed}"
+            f"message {i}: role {role!r} cannot follow {after}; it may follow: {allowed}"
         )
     return role, content
 
