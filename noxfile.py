@@ -9,6 +9,8 @@ machine. Pass pytest arguments after ``--``: ``nox -s tests -- -k chat``.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import nox
 
@@ -20,13 +22,33 @@ PYTHON = "3.11"
 # llama-cpp-python has no wheel on PyPI: build portable (no -march=native) so
 # the cached wheel runs on any x86-64 CPU.
 BUILD_ENV = {"CMAKE_ARGS": "-DGGML_NATIVE=OFF"}
-LLAMA = "llama-cpp-python==0.3.36"
+LLAMA_VERSION = "0.3.36"
+# uv's source-build cache keys differ between environments, so the built
+# wheel is kept in a wheelhouse of our own and installed from there.
+WHEELHOUSE = Path(os.environ.get("STACKTOK_WHEELHOUSE", Path.home() / ".cache" / "stacktok-wheels"))
 TRANSFORMERS = {"4.57": "transformers>=4.57,<4.58", "latest": "transformers>=5"}
+
+
+def llama_wheel(session: nox.Session) -> str:
+    """Path of the llama-cpp-python wheel, building it once per machine."""
+    pattern = f"llama_cpp_python-{LLAMA_VERSION}-*.whl"
+    wheels = sorted(WHEELHOUSE.glob(pattern))
+    if not wheels:
+        session.log(f"building llama-cpp-python {LLAMA_VERSION} from source (once, ~13 min)")
+        WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+        session.run(
+            sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(WHEELHOUSE),
+            f"llama-cpp-python=={LLAMA_VERSION}", env=BUILD_ENV, external=True,
+        )
+        wheels = sorted(WHEELHOUSE.glob(pattern))
+    if not wheels:
+        session.error(f"no {pattern} in {WHEELHOUSE} after building; see the pip output above")
+    return str(wheels[-1])
 
 
 def install_project(session: nox.Session, *extras: str, pins: tuple[str, ...] = ()) -> None:
     spec = f".[{','.join(extras)}]" if extras else "."
-    session.install("-e", spec, *pins, env=BUILD_ENV)
+    session.install("-e", spec, *pins)
 
 
 @nox.session(python=PYTHON)
@@ -34,7 +56,7 @@ def install_project(session: nox.Session, *extras: str, pins: tuple[str, ...] = 
 def tests(session: nox.Session, transformers: str) -> None:
     """Unit and export tests with every backend, under transformers 4.57.x and latest 5.x."""
     install_project(
-        session, "hf", "tiktoken", "gguf", "test", pins=(TRANSFORMERS[transformers], LLAMA)
+        session, "hf", "tiktoken", "gguf", "test", pins=(TRANSFORMERS[transformers], llama_wheel(session))
     )
     session.run("pytest", *(session.posargs or ("-q",)), env={"TRANSFORMERS_VERBOSITY": "error"})
 

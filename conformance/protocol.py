@@ -1,0 +1,66 @@
+"""The backend adapter protocol: what every backend must offer the suite.
+
+An adapter wraps one real library loading one export. It only translates
+flags; it never adds BOS/EOS and never "fixes" output.
+
+- ``name``: stable backend name (``reference``, ``tiktoken``, ``tokenizers``,
+  ``transformers``, ``transformers-reload``, ``llama.cpp``, ``vllm``, ``trl``).
+- ``version``: the library's version string (recorded in every report).
+- ``capabilities``: a frozenset of :class:`Capability` values -- which checks
+  apply. A check a backend does not declare is *not applicable*, never passed.
+- ``encode(text, *, allow_special)``: ``allow_special=False`` is the backend's
+  *safe* path for untrusted text (specials as bytes); ``True`` parses every
+  special string (trusted text).
+- ``decode_bytes(ids)``: the exact bytes of ``ids``; specials as their text.
+- ``default_encode(text)``: the backend's behaviour with no flags at all --
+  recorded (safe or unsafe) so a release that changes a default shows up.
+- ``chat(messages, *, add_generation_prompt)``: ``(ids, assistant_mask)``
+  through the backend's own chat path (``CHAT`` capability).
+- ``stream(ids)``: the text pieces the backend's incremental detokenizer emits,
+  one call per token (``STREAM`` capability).
+
+Loading is done by a factory ``load(export_dir, artifact) -> Backend`` in each
+adapter module, which raises :class:`BackendMissing` when the library is not
+installed -- the suite reports that backend *missing*, never *passed*.
+
+Out of scope: batching, offsets, and anything about model weights.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+
+class Capability(str, enum.Enum):
+    ENCODE = "encode"  # untrusted encode must equal the reference
+    TRUSTED = "trusted"  # trusted encode gives special ids where the reference does
+    DECODE = "decode"  # decode_bytes(reference ids) == original bytes
+    SINGLE_TOKENS = "single_tokens"  # every id decodes to its own bytes
+    DEFAULT = "default"  # default_encode is recorded (safe/unsafe)
+    CHAT = "chat"  # chat ids and loss mask equal render_conversation
+    STREAM = "stream"  # incremental detokenization concatenates to the full decode
+
+
+class BackendMissing(RuntimeError):
+    """The backend's library is not installed (or cannot load); says how to install it."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+    version: str
+    capabilities: frozenset[Capability]
+
+    def encode(self, text: str, *, allow_special: bool) -> list[int]: ...
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes: ...
+
+    def default_encode(self, text: str) -> list[int]: ...
+
+    def chat(
+        self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool
+    ) -> tuple[list[int], list[int]]: ...
+
+    def stream(self, ids: Sequence[int]) -> list[str]: ...
