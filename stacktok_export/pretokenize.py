@@ -37,6 +37,7 @@ LLAMA3_PATTERN = (
 # One code point first assigned in each Unicode version (all letters or
 # numbers), newest first: the newest one the engine knows names its version.
 _UNICODE_SENTINELS: tuple[tuple[str, int], ...] = (
+    ("18.0", 0x3D000),  # SEAL script block (first code point)
     ("17.0", 0x323B0),  # CJK Unified Ideographs Extension J
     ("16.0", 0x1C89),  # CYRILLIC CAPITAL LETTER TJE
     ("15.1", 0x2EBF0),  # CJK Unified Ideographs Extension I
@@ -45,7 +46,8 @@ _UNICODE_SENTINELS: tuple[tuple[str, int], ...] = (
     ("13.0", 0x08BE),  # ARABIC LETTER PEH WITH SMALL V
 )
 
-_CLASSES = (r"\p{L}+", r"\p{N}+", r"\s+", r"\P{Cn}+")
+# Only these classes decide where the Llama-3 pattern splits.
+_CLASSES = (r"\p{L}+", r"\p{N}+", r"\s+")
 
 
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
@@ -66,7 +68,7 @@ def unicode_version() -> str:
 
 @functools.lru_cache(maxsize=1)
 def classes_sha256() -> str:
-    """sha256 over the ranges of L, N, white space and assigned code points.
+    """sha256 over the code point ranges of ``\\p{L}``, ``\\p{N}`` and ``\\s``.
 
     Two engines with the same hash split every input identically under the
     Llama-3 pattern. Takes about a second; cached per process.

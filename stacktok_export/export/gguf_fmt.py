@@ -1,0 +1,277 @@
+"""llama.cpp export: a vocab-only GGUF, its metadata, and llama.cpp's tokenizer over it.
+
+The GGUF holds the tokenizer and nothing else (no tensors, no hyperparameters):
+
+- ``general.architecture = "llama"`` and ``general.name`` = the artifact name.
+  ``llama.*`` hyperparameters are not needed: with ``vocab_only`` llama.cpp
+  returns from ``llama_model::load_hparams`` right after the vocabulary keys
+  (``src/llama-model.cpp:1317``), so ``llama.context_length`` would not even
+  be read.
+- ``tokenizer.ggml.model = "gpt2"`` (byte-level BPE); tokens are GPT-2
+  byte->unicode strings for ids ``0 .. 256+M-1`` and the specials' plain text
+  on the top ids; ``token_type`` is NORMAL (1) for ordinary ids and CONTROL (3)
+  for every special, ``<|unused_N|>`` fillers included (BYTE (6) is for
+  SentencePiece ``<0xNN>`` tokens; USER_DEFINED (4) is parsed as a special
+  even in untrusted text); merges are ``"left right"`` strings in rank order.
+- bos/eos/pad/eot ids, ``add_bos_token = add_eos_token = false`` (nothing is
+  added behind the chat template's back), ``tokenizer.chat_template``, and the
+  artifact's identity under ``stacktok.fingerprint`` / ``stacktok.artifact``.
+
+Why ``tokenizer.ggml.pre = "smaug-bpe"`` -- checked in the llama.cpp that
+llama-cpp-python 0.3.36 vendors (commit 0c1e57098bba), ``src/llama-vocab.cpp``:
+
+- ``llm_tokenizer_bpe`` (lines 284-308) gives ``LLAMA3``, ``DBRX`` and
+  ``SMAUG`` the same split regex: the Llama-3 pattern with ``(?i:'s|...)``
+  spelled ``'[sS]|...`` ("adapted", PR#6920) -- :data:`~stacktok_export.
+  pretokenize.LLAMA3_PATTERN` apart from case folding beyond ASCII (below).
+- ``llama_vocab::impl::load`` maps ``"llama3"``, ``"llama-bpe"`` and friends to
+  ``LLAMA3`` *and* sets ``ignore_merges = true`` and ``add_bos = true``
+  (lines 2174-2185). ``add_bos`` can be overridden by ``add_bos_token``
+  (lines 2637-2645) but ``ignore_merges`` has no GGUF key: a whole pre-token
+  found in the vocabulary would skip the merges (line 634). That equals
+  merge-list BPE only for a fully self-reachable vocabulary, so we do not rely
+  on it.
+- ``"dbrx"`` and ``"smaug-bpe"`` (lines 2275-2280) set only the pre type:
+  merges respected, no BOS, ``clean_spaces`` left at the BPE default (true;
+  it matters only to ``llama_detokenize``, which :class:`LlamaCppTokenizer`
+  does not use). ``smaug-bpe`` names a Llama-3-tokenizer model
+  (Smaug-Llama-3-70B, ``convert_hf_to_gguf_update.py:112``) and, unlike
+  ``dbrx``, is not also an architecture name.
+
+Declared divergences from the reference (pinned in ``tests/test_export_gguf.py``):
+llama.cpp's category tables (``src/unicode-data.cpp``) are Unicode 15.1, so
+the 21,862 code points that the reference's newer ``regex`` tables call
+``\\p{L}``/``\\p{N}`` and llama.cpp calls undefined can split differently
+(``"\\u1c89's"``); and ``'[sS]`` misses U+017F LONG S, which ``(?i:'s)``
+case-folds to ``s`` (``"'ſt"``). Bytes always round-trip.
+
+Out of scope: model weights and hyperparameters, other GGUF tokenizer models
+(SentencePiece, WordPiece), and llama.cpp's C++ chat-template engine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import operator
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ..chat import CHAT_TEMPLATE
+from .bytelevel import to_chars
+
+if TYPE_CHECKING:
+    import gguf
+
+    from ..bpe import StackTokenizer
+
+ARCH = "llama"
+TOKENIZER_MODEL = "gpt2"
+TOKENIZER_PRE = "smaug-bpe"
+FINGERPRINT_KEY = "stacktok.fingerprint"
+ARTIFACT_KEY = "stacktok.artifact"
+TOKEN_TYPE_NORMAL = 1  # gguf.TokenType.NORMAL
+TOKEN_TYPE_CONTROL = 3  # gguf.TokenType.CONTROL
+METADATA_PREFIXES = ("general.", "tokenizer.", "stacktok.")
+
+_INSTALL = {
+    "gguf": "pip install 'stacktok[gguf]'  (or: pip install gguf numpy)",
+    "llama_cpp": "pip install 'stacktok[llama]'  (or: pip install llama-cpp-python)",
+}
+# Special token -> the GGUF key suffix of its id (tokenizer.ggml.<suffix>_token_id).
+_SPECIAL_ID_KEYS = {"<|bos|>": "bos", "<|eos|>": "eos", "<|pad|>": "padding", "<|end|>": "eot"}
+_PIECE_BUFFER = 64  # bytes; longer pieces are retried with the size llama.cpp asks for
+_INT32_MAX = 2**31 - 1  # llama_tokenize's text_len is int32_t
+
+
+def require(module: str) -> ModuleType:
+    """Import ``gguf`` or ``llama_cpp``; ``ImportError`` says how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"{module} is not installed: {_INSTALL[module]}") from exc
+
+
+# ------------------------------------------------------------------ writing
+def token_strings(tok: StackTokenizer) -> list[str]:
+    """The GGUF token list: byte-level strings, then the specials as plain text."""
+    strings = [to_chars(b) for b in tok.token_bytes()]
+    for text, token_id in sorted(tok.special_to_id.items(), key=lambda kv: kv[1]):
+        if token_id != len(strings):
+            raise ValueError(f"special {text!r} has id {token_id}, expected {len(strings)}")
+        strings.append(text)
+    if len(set(strings)) != len(strings):  # llama.cpp aborts the process on duplicates
+        dups = sorted(s for s, n in Counter(strings).items() if n > 1)
+        raise ValueError(f"token strings occur twice, which llama.cpp cannot load: {dups[:5]}")
+    return strings
+
+
+def token_types(tok: StackTokenizer) -> list[int]:
+    """NORMAL for every ordinary id, CONTROL for every special (fillers included)."""
+    n_normal, n_special = len(tok.token_bytes()), len(tok.special_to_id)
+    return [TOKEN_TYPE_NORMAL] * n_normal + [TOKEN_TYPE_CONTROL] * n_special
+
+
+def merge_strings(tok: StackTokenizer) -> list[str]:
+    """``"left right"`` in rank order (byte-level strings never contain U+0020)."""
+    chars = [to_chars(b) for b in tok.token_bytes()]
+    return [f"{chars[a]} {chars[b]}" for a, b in tok.merges]
+
+
+def _add_metadata(writer: gguf.GGUFWriter, tok: StackTokenizer) -> None:
+    writer.add_name(tok.name)
+    writer.add_tokenizer_model(TOKENIZER_MODEL)
+    writer.add_tokenizer_pre(TOKENIZER_PRE)
+    writer.add_token_list(token_strings(tok))
+    writer.add_token_types(token_types(tok))
+    writer.add_token_merges(merge_strings(tok))
+    for text, key in _SPECIAL_ID_KEYS.items():
+        if text in tok.special_to_id:
+            writer.add_uint32(f"tokenizer.ggml.{key}_token_id", tok.special_to_id[text])
+    writer.add_add_bos_token(False)
+    writer.add_add_eos_token(False)
+    writer.add_chat_template(CHAT_TEMPLATE)
+    writer.add_string(ARTIFACT_KEY, tok.name)
+    writer.add_string(FINGERPRINT_KEY, tok.fingerprint)
+
+
+def gguf_bytes(tok: StackTokenizer) -> bytes:
+    """The vocab-only GGUF of ``tok`` as exact, deterministic bytes."""
+    gguf = require("gguf")
+    with tempfile.TemporaryDirectory(prefix="stacktok-gguf-") as tmp:
+        path = Path(tmp) / "vocab.gguf"
+        writer = gguf.GGUFWriter(path, ARCH)
+        _add_metadata(writer, tok)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        return path.read_bytes()
+
+
+# ------------------------------------------------------------------ reading
+def read_gguf_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``general.*``, ``tokenizer.*`` and ``stacktok.*`` fields as plain Python values.
+
+    Strings are ``str``, integers ``int``, booleans ``bool``, arrays ``list``.
+    """
+    gguf = require("gguf")
+    reader = gguf.GGUFReader(path)
+    return {
+        name: field.contents()
+        for name, field in reader.fields.items()
+        if name.startswith(METADATA_PREFIXES)
+    }
+
+
+# ------------------------------------------------------------- llama.cpp side
+class LlamaCppTokenizer:
+    """llama.cpp's tokenizer over a GGUF, through llama-cpp-python's C API.
+
+    ``encode`` never adds BOS/EOS. ``decode_bytes`` is byte-exact: it joins
+    ``llama_token_to_piece(special=True)`` pieces itself, because
+    ``Llama.detokenize`` drops pieces over 32 bytes and a leading space after
+    BOS, and the C ``llama_detokenize`` applies ``clean_spaces``. ``encode``
+    calls ``llama_tokenize`` once with a buffer sized from the input
+    (``Llama.tokenize`` sizes it from ``n_ctx_train``, 0 when vocab-only, and
+    so tokenizes twice).
+    """
+
+    def __init__(self, gguf_path: str | os.PathLike[str]) -> None:
+        self._lib = require("llama_cpp")
+        self.path = Path(gguf_path)
+        self._llama = self._lib.Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+        self._vocab = self._lib.llama_model_get_vocab(self._llama.model)
+        self.n_vocab: int = self._lib.llama_vocab_n_tokens(self._vocab)
+
+    @property
+    def version(self) -> str:
+        """The llama-cpp-python version (it pins the llama.cpp it vendors)."""
+        return str(self._lib.__version__)
+
+    # ---- what llama.cpp itself read from the file (None = not set)
+    def _id(self, fn_name: str) -> int | None:
+        token_id = getattr(self._lib, fn_name)(self._vocab)
+        return None if token_id < 0 else int(token_id)
+
+    @property
+    def bos_id(self) -> int | None:
+        return self._id("llama_vocab_bos")
+
+    @property
+    def eos_id(self) -> int | None:
+        return self._id("llama_vocab_eos")
+
+    @property
+    def eot_id(self) -> int | None:
+        return self._id("llama_vocab_eot")
+
+    @property
+    def pad_id(self) -> int | None:
+        return self._id("llama_vocab_pad")
+
+    @property
+    def adds_bos(self) -> bool:
+        return bool(self._lib.llama_vocab_get_add_bos(self._vocab))
+
+    @property
+    def adds_eos(self) -> bool:
+        return bool(self._lib.llama_vocab_get_add_eos(self._vocab))
+
+    def is_eog(self, token_id: int) -> bool:
+        """Whether llama.cpp stops generation at ``token_id``."""
+        return bool(self._lib.llama_vocab_is_eog(self._vocab, self._check_id(token_id)))
+
+    def encode(self, text: str, *, allow_special: bool) -> list[int]:
+        """Token ids of ``text``; special strings become control ids only if ``allow_special``."""
+        data = text.encode("utf-8")
+        if len(data) >= _INT32_MAX:
+            raise ValueError(f"llama_tokenize takes under 2 GiB; got {len(data)} bytes")
+        capacity = len(data) + 1  # every token covers >= 1 input byte: one call suffices
+        out = (self._lib.llama_token * capacity)()
+        n = self._lib.llama_tokenize(
+            self._vocab, data, len(data), out, capacity, False, allow_special
+        )
+        if n < 0:
+            raise RuntimeError(f"llama_tokenize returned {n} for {len(data)} bytes")
+        return out[:n]
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The exact bytes of ``ids`` (specials as their text), piece by piece."""
+        to_piece = self._lib.llama_token_to_piece
+        buf = ctypes.create_string_buffer(_PIECE_BUFFER)
+        pieces: list[bytes] = []
+        for token_id in ids:
+            token_id = self._check_id(token_id)
+            n = to_piece(self._vocab, token_id, buf, len(buf), 0, True)
+            if n < 0:  # buffer too small: -n is the size llama.cpp needs
+                buf = ctypes.create_string_buffer(-n)
+                n = to_piece(self._vocab, token_id, buf, len(buf), 0, True)
+            pieces.append(ctypes.string_at(buf, n))
+        return b"".join(pieces)
+
+    def _check_id(self, token_id: int) -> int:
+        # Out-of-range ids throw a C++ exception inside llama.cpp, which kills the process.
+        try:
+            index = operator.index(token_id)
+        except TypeError:
+            raise TypeError(f"token ids must be int, got {token_id!r}") from None
+        if not 0 <= index < self.n_vocab:
+            raise ValueError(
+                f"token id {index} is out of range: valid ids are 0..{self.n_vocab - 1}"
+            )
+        return index
+
+    def close(self) -> None:
+        self._llama.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"LlamaCppTokenizer({str(self.path)!r}, n_vocab={self.n_vocab}, "
+            f"llama_cpp={self.version})"
+        )
