@@ -1,0 +1,100 @@
+"""``python -m conformance``: run every installed backend over the shared probes.
+
+    python -m conformance [DIR] [--artifact PATH] [--backends LIST] [--require LIST]
+                          [--probes F.jsonl]... [--chats F.jsonl]... [--text F]...
+                          [--json PATH] [--matrix PATH]
+
+DIR defaults to ``tokenizer/stack100m-32768-hf`` (with the ``.tiktoken`` and
+``.gguf`` beside it). Exit 0: every backend conforms (declared divergences
+allowed); 1: an undeclared divergence or a stale declaration; 2: usage
+error, unreadable input, or a ``--require``d backend missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from stacktok_export import ArtifactError, StackTokenizer
+from stacktok_export._atomic import write_text_atomic
+
+from .backends import REGISTRY, load_backend
+from .fixtures import FixtureError, FixtureSet
+from .layout import Exports, LayoutError
+from .protocol import BackendMissing
+from .report import matrix_row, render_text, support_matrix, to_json, verdict
+from .runner import BackendResult, Runner
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DIR = ROOT / "tokenizer" / "stack100m-32768-hf"
+DEFAULT_ARTIFACT = ROOT / "tokenizer" / "stack100m-32768.json"
+
+
+def _names(value: str) -> list[str]:
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown backend(s) {unknown}; choose from {', '.join(REGISTRY)}")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m conformance", description=__doc__.splitlines()[0])
+    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_DIR)
+    p.add_argument("--artifact", type=Path, default=DEFAULT_ARTIFACT)
+    p.add_argument("--backends", type=_names, default=list(REGISTRY))
+    p.add_argument("--require", type=_names, default=[])
+    p.add_argument("--probes", type=Path, action="append", default=[])
+    p.add_argument("--chats", type=Path, action="append", default=[])
+    p.add_argument("--text", type=Path, action="append", default=[])
+    p.add_argument("--json", type=Path, default=None, help="write the JSON report here")
+    p.add_argument("--matrix", type=Path, default=None, help="append support-matrix rows (JSONL)")
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def run_suite(exports: Exports, fixtures: FixtureSet, names: Sequence[str], *,
+              progress=None) -> tuple[list[BackendResult], list[str], Runner]:
+    ref = StackTokenizer.load(exports.artifact)
+    runner = Runner(ref, fixtures, progress=progress)
+    results = []
+    for name in names:
+        try:
+            backend = load_backend(name, exports)
+        except BackendMissing as exc:
+            results.append(BackendResult(name=name, status="missing", reason=str(exc)))
+            continue
+        results.append(runner.run(backend))
+    return results, runner.stale_declarations(results), runner
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    progress = None if args.quiet else (lambda msg: print(f"  .. {msg}", file=sys.stderr, flush=True))
+    try:
+        exports = Exports.discover(args.dir, artifact=args.artifact)
+        fixtures = FixtureSet.load(probes=args.probes, chats=args.chats, texts=args.text)
+        results, stale, _ = run_suite(exports, fixtures, args.backends, progress=progress)
+    except (LayoutError, FixtureError, ArtifactError) as exc:
+        print(f"conformance: error: {exc}", file=sys.stderr)
+        return 2
+    print(render_text(results, stale=stale))
+    required_missing = [r.name for r in results if r.status == "missing" and r.name in args.require]
+    for name in required_missing:
+        print(f"conformance: error: required backend {name} is missing", file=sys.stderr)
+    meta = {"fixtures": fixtures.hashes, "probes": len(fixtures.probes), "chats": len(fixtures.chats),
+            "artifact": args.artifact.name, "versions": {r.name: r.version for r in results}}
+    if args.json:
+        write_text_atomic(args.json, to_json(results, meta=meta, stale=stale))
+    if args.matrix:
+        rows = [json.dumps(matrix_row(r), sort_keys=True) for r in results]
+        with open(args.matrix, "a", encoding="utf-8") as f:
+            f.write("\n".join(rows) + "\n")
+    return verdict(results, stale=stale, required_missing=required_missing)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

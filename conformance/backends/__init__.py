@@ -1,0 +1,46 @@
+"""One adapter module per backend; :func:`load_backend` imports them lazily.
+
+Each module has ``load(exports) -> Backend``; a backend whose
+library is not installed raises ``BackendMissing`` and is reported *missing*.
+"""
+
+from __future__ import annotations
+
+import importlib
+from ..layout import Exports
+from ..protocol import Backend, BackendMissing
+
+#: backend name -> adapter module (relative to this package)
+REGISTRY: dict[str, str] = {
+    "reference": ".reference",
+    "tiktoken": ".tiktoken_backend",
+    "tokenizers": ".tokenizers_backend",
+    "transformers": ".transformers_backend",
+    "transformers-reload": ".transformers_backend",
+    "llama.cpp": ".llama_backend",
+    "vllm": ".vllm_backend",
+    "trl": ".trl_backend",
+}
+
+
+def load_backend(name: str, exports: Exports) -> Backend:
+    """Build backend ``name`` over ``exports``; may raise BackendMissing."""
+    if name not in REGISTRY:
+        raise ValueError(f"unknown backend {name!r}; choose from {', '.join(REGISTRY)}")
+    try:
+        module = importlib.import_module(REGISTRY[name], __name__)
+    except ModuleNotFoundError as exc:
+        raise BackendMissing(f"the {name} adapter cannot be imported ({exc})") from None
+    loader = getattr(module, "load_reload" if name == "transformers-reload" else "load")
+    return loader(exports)
+
+
+def require(module: str, extra: str) -> object:
+    """Import ``module`` or raise BackendMissing with the install command."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise BackendMissing(f"{module} is not installed ({exc}); pip install 'stacktok[{extra}]'") from None
+
+
+__all__ = ["REGISTRY", "load_backend", "require", "BackendMissing"]

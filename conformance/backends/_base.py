@@ -1,0 +1,74 @@
+"""Shared adapter behaviour: unsupported operations and plain byte-accumulation streaming."""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Mapping, Sequence
+
+from ..protocol import Capability
+
+PROBE_INJECTION = "hello <|assistant|> world"
+
+
+class BaseBackend:
+    """Defaults for optional operations; subclasses declare what they support."""
+
+    name = "base"
+    version = "0"
+    capabilities: frozenset[Capability] = frozenset()
+    #: False for backends whose decoder returns text: their "bytes" are the
+    #: UTF-8 of that text, exact only for complete characters.
+    decode_exact = True
+
+    def encode(self, text: str, *, allow_special: bool) -> list[int]:
+        raise NotImplementedError(f"{self.name} does not encode")
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        raise NotImplementedError(f"{self.name} does not decode")
+
+    def default_encode(self, text: str) -> list[int]:
+        raise NotImplementedError(f"{self.name} has no default encode")
+
+    def chat(
+        self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool
+    ) -> tuple[list[int], list[int]]:
+        raise NotImplementedError(f"{self.name} has no chat path")
+
+    def stream(self, ids: Sequence[int]) -> list[str]:
+        """One text delta per token, then a final flush."""
+        if self.decode_exact:
+            return byte_stream(self.decode_bytes, ids)
+        return text_stream(lambda chunk: self.decode_bytes(chunk).decode("utf-8"), ids)
+
+    def __repr__(self) -> str:
+        return f"<{self.name} {self.version}>"
+
+
+def byte_stream(decode_bytes, ids: Sequence[int]) -> list[str]:
+    """Plain byte accumulation: emit only complete UTF-8 characters."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pieces = [decoder.decode(decode_bytes([i])) for i in ids]
+    pieces.append(decoder.decode(b"", final=True))
+    return pieces
+
+
+def text_stream(decode, ids: Sequence[int]) -> list[str]:
+    """The prefix-offset method serving stacks use over a text-only decoder.
+
+    Decode a window of recent tokens; emit what is new unless it ends in
+    U+FFFD (an incomplete character), in which case wait for more tokens.
+    """
+    pieces: list[str] = []
+    prefix, read = 0, 0
+    for n in range(1, len(ids) + 1):
+        before = decode(ids[prefix:read])
+        after = decode(ids[prefix:n])
+        if after.endswith("\ufffd") or len(after) <= len(before):
+            pieces.append("")
+            continue
+        pieces.append(after[len(before):])
+        prefix, read = read, n
+    tail = decode(ids[prefix:read])
+    rest = decode(ids[prefix:])
+    pieces.append(rest[len(tail):])
+    return pieces

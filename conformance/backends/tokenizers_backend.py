@@ -1,0 +1,53 @@
+"""Hugging Face ``tokenizers`` over ``tokenizer.json``.
+
+Safe path: ``encode_special_tokens = True`` (an object property that is *not*
+saved in tokenizer.json). Trusted: ``encode_special_tokens = False``.
+Default: a freshly loaded object, ``encode(text)`` -- parses special strings
+(unsafe), recorded.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from ..layout import Exports
+from ..protocol import BackendMissing, Capability
+from . import require
+from ._base import BaseBackend
+
+
+class TokenizersBackend(BaseBackend):
+    name = "tokenizers"
+    decode_exact = False
+    capabilities = frozenset(
+        {Capability.ENCODE, Capability.TRUSTED, Capability.DECODE, Capability.SINGLE_TOKENS,
+         Capability.DEFAULT, Capability.STREAM}
+    )
+
+    def __init__(self, path, version: str) -> None:
+        from tokenizers import Tokenizer
+
+        self._path = str(path)
+        self.tok = Tokenizer.from_file(self._path)
+        self.default = Tokenizer.from_file(self._path)
+        self.version = version
+        self._lock = threading.Lock()  # encode_special_tokens is shared state
+
+    def encode(self, text: str, *, allow_special: bool) -> list[int]:
+        with self._lock:
+            self.tok.encode_special_tokens = not allow_special
+            return self.tok.encode(text, add_special_tokens=False).ids
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        return self.tok.decode(list(ids), skip_special_tokens=False).encode("utf-8")
+
+    def default_encode(self, text: str) -> list[int]:
+        return self.default.encode(text).ids
+
+
+def load(exports: Exports) -> TokenizersBackend:
+    tokenizers = require("tokenizers", "hf")
+    if exports.hf_dir is None:
+        raise BackendMissing("no tokenizer.json in the directory")
+    return TokenizersBackend(exports.hf_dir / "tokenizer.json", tokenizers.__version__)

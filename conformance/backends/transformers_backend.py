@@ -1,0 +1,79 @@
+"""transformers: the tokenizer built in memory from the artifact, and ``AutoTokenizer`` reloaded.
+
+Safe path: ``tok(text, add_special_tokens=False, split_special_tokens=True)``.
+Trusted: ``tok(text, add_special_tokens=False)``. Default: ``tok(text)`` --
+parses special strings and adds whatever the config adds (recorded). Chat:
+``apply_chat_template(..., return_dict=True, return_assistant_tokens_mask=True)``.
+``split_special_tokens`` flips a shared backend flag per call, so calls are
+serialized.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Mapping, Sequence
+
+from ..layout import Exports
+from ..protocol import BackendMissing, Capability
+from . import require
+from ._base import BaseBackend
+
+
+class TransformersBackend(BaseBackend):
+    decode_exact = False
+    capabilities = frozenset(Capability)
+
+    def __init__(self, tok, *, name: str, version: str) -> None:
+        self.tok = tok
+        self.name = name
+        self.version = version
+        self._lock = threading.Lock()
+
+    def encode(self, text: str, *, allow_special: bool) -> list[int]:
+        with self._lock:
+            out = self.tok(text, add_special_tokens=False, split_special_tokens=not allow_special)
+        return list(out["input_ids"])
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        text = self.tok.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        return text.encode("utf-8")
+
+    def default_encode(self, text: str) -> list[int]:
+        with self._lock:
+            return list(self.tok(text)["input_ids"])
+
+    def chat(
+        self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool
+    ) -> tuple[list[int], list[int]]:
+        with self._lock, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = self.tok.apply_chat_template(
+                list(messages),
+                tokenize=True,
+                add_generation_prompt=add_generation_prompt,
+                return_dict=True,
+                return_assistant_tokens_mask=True,
+            )
+        return list(out["input_ids"]), list(out["assistant_masks"])
+
+
+def load(exports: Exports) -> TransformersBackend:
+    """The in-memory object stacktok builds from the artifact (no files involved)."""
+    transformers = require("transformers", "hf")
+    from stacktok_export import StackTokenizer
+    from stacktok_export.export.hf import to_transformers
+
+    tok = to_transformers(StackTokenizer.load(exports.artifact))
+    return TransformersBackend(tok, name="transformers", version=transformers.__version__)
+
+
+def load_reload(exports: Exports) -> TransformersBackend:
+    """``AutoTokenizer.from_pretrained(DIR)``: what serving and training code load."""
+    transformers = require("transformers", "hf")
+    if exports.hf_dir is None:
+        raise BackendMissing("no tokenizer.json in the directory")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tok = transformers.AutoTokenizer.from_pretrained(str(exports.hf_dir))
+    return TransformersBackend(tok, name="transformers-reload", version=transformers.__version__)

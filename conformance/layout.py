@@ -1,0 +1,53 @@
+"""Where a directory's exports are: the HF files, a ``.tiktoken`` file, a GGUF.
+
+``Exports.discover(DIR)`` accepts a checkpoint/tokenizer directory holding
+``tokenizer.json`` and optionally ``*.tiktoken`` / ``*.gguf`` beside it; for a
+directory named ``NAME-hf`` (our export layout) it also looks for
+``NAME.tiktoken`` and ``NAME.gguf`` in the parent directory.
+
+Out of scope: remote hub ids -- the suite never downloads anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class LayoutError(ValueError):
+    """The directory is not a tokenizer directory; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class Exports:
+    artifact: Path
+    hf_dir: Path | None
+    tiktoken: Path | None
+    gguf: Path | None
+
+    @classmethod
+    def discover(cls, directory: Path, *, artifact: Path) -> Exports:
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise LayoutError(f"{directory} is not a directory; pass the tokenizer/checkpoint directory")
+        hf = directory if (directory / "tokenizer.json").is_file() else None
+        return cls(
+            artifact=Path(artifact),
+            hf_dir=hf,
+            tiktoken=_find(directory, ".tiktoken"),
+            gguf=_find(directory, ".gguf"),
+        )
+
+
+def _find(directory: Path, suffix: str) -> Path | None:
+    found = sorted(directory.glob(f"*{suffix}"))
+    if len(found) > 1:
+        names = ", ".join(p.name for p in found)
+        raise LayoutError(f"{directory} holds several {suffix} files ({names}); keep exactly one")
+    if found:
+        return found[0]
+    if directory.name.endswith("-hf"):
+        sibling = directory.parent / f"{directory.name[:-3]}{suffix}"
+        if sibling.is_file():
+            return sibling
+    return None

@@ -1,0 +1,118 @@
+"""Rendering results: a table a person reads, a JSON document CI keeps, a Markdown matrix.
+
+The human table has one line per backend and version (probes run /
+identical / diverged / declared, status), then for each failing backend and
+check the first divergence window (probe id, position, three ids either side
+with their bytes, from both sides). JSON has everything, with sorted keys and
+no timestamps, so the same inputs give the same bytes.
+
+Out of scope: deciding pass/fail (``verdict``) beyond counting undeclared failures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from .runner import BackendResult
+
+MAX_WINDOWS = 10
+
+
+def verdict(results: Sequence[BackendResult], *, stale: Sequence[str], required_missing: Sequence[str]) -> int:
+    """0 all conform, 1 an undeclared divergence or a stale declaration, 2 a required backend missing."""
+    if required_missing:
+        return 2
+    if any(r.status in ("diverged", "error") for r in results) or stale:
+        return 1
+    return 0
+
+
+def _line(r: BackendResult) -> str:
+    if r.status == "missing":
+        return f"  {r.name:20s} {'-':12s} MISSING   {r.reason}"
+    counts = (f"{r.probes_run:5d} run {r.probes_identical:5d} identical "
+              f"{r.probes_diverged:4d} diverged {r.probes_declared:4d} declared")
+    extra = []
+    if r.default_behaviour:
+        extra.append(f"default={r.default_behaviour}")
+    if r.chat_injection:
+        extra.append(f"chat_injection={r.chat_injection}")
+    status = {"ok": "CONFORMS", "diverged": "DIVERGES", "error": "ERROR"}[r.status]
+    return f"  {r.name:20s} {r.version:12s} {status:9s} {counts}  {r.seconds:6.1f}s  {' '.join(extra)}"
+
+
+def _window_lines(window: dict[str, Any]) -> list[str]:
+    def fmt(side: list[list[Any]]) -> str:
+        return "  ".join(f"{i}:{b}" for i, b in side)
+
+    return [
+        f"      first difference at id position {window['position']} "
+        f"(lengths: reference {window['reference_len']}, backend {window['backend_len']})",
+        f"      reference: {fmt(window['reference'])}",
+        f"      backend:   {fmt(window['backend'])}",
+    ]
+
+
+def render_text(results: Sequence[BackendResult], *, stale: Sequence[str] = ()) -> str:
+    out = ["conformance against the reference", ""]
+    out += [_line(r) for r in results]
+    for r in results:
+        undeclared = [f for f in r.failures if f.declared is None]
+        if not undeclared:
+            continue
+        out += ["", f"{r.name} {r.version}: {len(undeclared)} undeclared failure(s)"]
+        seen: set[str] = set()
+        for f in undeclared:
+            if f.check in seen:
+                continue
+            seen.add(f.check)
+            out.append(f"    [{f.check}] probe {f.probe}: {f.detail}")
+            if f.window:
+                out += _window_lines(f.window)
+            if len(seen) >= MAX_WINDOWS:
+                break
+    if stale:
+        out += ["", "stale declared divergences (they matched no failure; fix or narrow them):"]
+        out += [f"    {s}" for s in stale]
+    return "\n".join(out) + "\n"
+
+
+def to_json(results: Sequence[BackendResult], *, meta: dict[str, Any], stale: Sequence[str] = ()) -> str:
+    doc = {
+        "meta": meta,
+        "backends": {
+            r.name: {**{k: v for k, v in asdict(r).items() if k != "failures"},
+                     "failures": [asdict(f) for f in r.failures[:200]],
+                     "failures_total": len(r.failures)}
+            for r in results
+        },
+        "stale_declarations": list(stale),
+    }
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+
+
+def support_matrix(rows: Sequence[dict[str, str]]) -> str:
+    """Markdown: backend x version -> conforms / diverges / declared / missing."""
+    lines = ["| backend | version | result | probes identical / run | declared |",
+             "|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['backend']} | {row['version']} | {row['result']} | "
+                     f"{row['identical']} / {row['run']} | {row['declared']} |")
+    return "\n".join(lines) + "\n"
+
+
+def matrix_row(r: BackendResult) -> dict[str, str]:
+    if r.status == "missing":
+        result = "missing"
+    elif r.status != "ok":
+        result = "diverges"
+    elif r.probes_declared or any(f.declared for f in r.failures):
+        result = "conforms (declared divergences)"
+    else:
+        result = "conforms"
+    return {"backend": r.name, "version": r.version or "-", "result": result,
+            "identical": str(r.probes_identical), "run": str(r.probes_run),
+            "declared": str(sum(1 for f in r.failures if f.declared))}
