@@ -16,7 +16,7 @@ import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
-nox.options.sessions = ["tests", "export"]
+nox.options.sessions = ["tests", "export", "conformance", "matrix"]
 
 PYTHON = "3.11"
 # llama-cpp-python has no wheel on PyPI: build portable (no -march=native) so
@@ -59,6 +59,61 @@ def tests(session: nox.Session, transformers: str) -> None:
         session, "hf", "tiktoken", "gguf", "test", pins=(TRANSFORMERS[transformers], llama_wheel(session))
     )
     session.run("pytest", *(session.posargs or ("-q",)), env={"TRANSFORMERS_VERBOSITY": "error"})
+
+
+# The conformance version matrix: id -> (extras, pins, backends under test).
+# "oldest" versions are the oldest releases measured to load our exports.
+MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
+    "tokenizers-0.15.2": ((), ("tokenizers==0.15.2",), "tokenizers"),
+    "tokenizers-latest": ((), ("tokenizers",), "tokenizers"),
+    "tiktoken-0.5.2": ((), ("tiktoken==0.5.2",), "tiktoken"),
+    "tiktoken-latest": ((), ("tiktoken",), "tiktoken"),
+    "transformers-4.57": (("hf",), (TRANSFORMERS["4.57"],), "transformers,transformers-reload"),
+    "transformers-latest": (("hf",), (TRANSFORMERS["latest"],), "transformers,transformers-reload"),
+    "llama.cpp-0.3.36": (("gguf",), ("LLAMA_WHEEL",), "llama.cpp"),
+}
+MATRIX_DIR = Path(".nox") / "matrix"
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("target", list(MATRIX), ids=list(MATRIX))
+def conformance(session: nox.Session, target: str) -> None:
+    """Every backend x version in the matrix over the shared probes; a missing backend fails."""
+    extras, pins, backends = MATRIX[target]
+    pins = tuple(llama_wheel(session) if p == "LLAMA_WHEEL" else p for p in pins)
+    install_project(session, *extras, pins=pins)
+    MATRIX_DIR.mkdir(parents=True, exist_ok=True)
+    report = MATRIX_DIR / f"{target}.json"
+    session.run(
+        "python", "-m", "conformance", "--quiet",
+        "--backends", f"reference,{backends}", "--require", backends,
+        "--json", str(report), "--matrix", str(MATRIX_DIR / f"{target}.jsonl"),
+        *session.posargs,
+    )
+
+
+@nox.session(python=False)
+def matrix(session: nox.Session) -> None:
+    """Collect the conformance rows into conformance/SUPPORT_MATRIX.md (the README shows it)."""
+    import json
+
+    rows = []
+    for path in sorted(MATRIX_DIR.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            if row["backend"] != "reference":
+                rows.append(row)
+    if not rows:
+        session.error("no conformance results in .nox/matrix: run `nox -s conformance` first")
+    rows.sort(key=lambda r: (r["backend"], r["version"]))
+    lines = [
+        "| backend | version | result | probes identical / run | declared |",
+        "|---|---|---|---|---|",
+        *(f"| {r['backend']} | {r['version']} | {r['result']} | {r['identical']} / {r['run']} "
+          f"| {r['declared']} |" for r in rows),
+    ]
+    Path("conformance", "SUPPORT_MATRIX.md").write_text("\n".join(lines) + "\n")
+    session.log("wrote conformance/SUPPORT_MATRIX.md")
 
 
 @nox.session(python=PYTHON)

@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chats", type=Path, action="append", default=[])
     p.add_argument("--text", type=Path, action="append", default=[])
     p.add_argument("--json", type=Path, default=None, help="write the JSON report here")
-    p.add_argument("--matrix", type=Path, default=None, help="append support-matrix rows (JSONL)")
+    p.add_argument("--matrix", type=Path, default=None, help="write support-matrix rows (JSONL)")
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -91,8 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_text_atomic(args.json, to_json(results, meta=meta, stale=stale))
     if args.matrix:
         rows = [json.dumps(matrix_row(r), sort_keys=True) for r in results]
-        with open(args.matrix, "a", encoding="utf-8") as f:
-            f.write("\n".join(rows) + "\n")
+        write_text_atomic(args.matrix, "\n".join(rows) + "\n")
     return verdict(results, stale=stale, required_missing=required_missing)
 
 
