@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from stacktok_export import ArtifactError, StackTokenizer
@@ -57,17 +58,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_suite(exports: Exports, fixtures: FixtureSet, names: Sequence[str], *,
-              progress=None) -> tuple[list[BackendResult], list[str], Runner]:
+              progress=None, workers: int = 1) -> tuple[list[BackendResult], list[str], Runner]:
+    """Run ``names`` (up to ``workers`` at once) against the reference; keep ``names`` order."""
     ref = StackTokenizer.load(exports.artifact)
     runner = Runner(ref, fixtures, progress=progress)
-    results = []
-    for name in names:
+
+    def one(name: str) -> BackendResult:
         try:
             backend = load_backend(name, exports)
         except BackendMissing as exc:
-            results.append(BackendResult(name=name, status="missing", reason=str(exc)))
-            continue
-        results.append(runner.run(backend))
+            return BackendResult(name=name, status="missing", reason=str(exc))
+        return runner.run(backend)
+
+    if workers <= 1:
+        results = [one(n) for n in names]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(one, names))
     return results, runner.stale_declarations(results), runner
 
 

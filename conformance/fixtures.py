@@ -11,6 +11,7 @@ writes its output here, so a run is reproducible).
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 from collections.abc import Iterable
@@ -59,7 +60,7 @@ class Divergence:
     def covers(self, *, backend: str, version: str, check: str, probe: Probe) -> bool:
         if self.backend != backend or self.check not in ("*", check):
             return False
-        if self.probe is not None and self.probe != probe.id:
+        if self.probe is not None and not fnmatch.fnmatchcase(probe.id, self.probe):
             return False
         if self.category is not None and self.category != probe.category:
             return False

@@ -1,4 +1,4 @@
-"""The ``stacktok`` command line: train, info, encode, decode, export.
+"""The ``stacktok`` command line: train, info, encode, decode, export, gate.
 
 Exit codes: 0 success, 1 a check failed (e.g. ``export --check`` found stale
 files), 2 usage error or unreadable input -- always with a one-line reason.
@@ -273,7 +273,26 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--out", default="tokenizer", help="output directory (default: tokenizer/)")
     x.add_argument("--check", action="store_true", help="verify committed exports; write nothing")
     x.set_defaults(func=cmd_export)
+
+    g = sub.add_parser("gate", help="release gate: check a checkpoint/tokenizer directory")
+    _gate_arguments(g)
+    g.set_defaults(func=cmd_gate)
     return p
+
+
+def _gate_arguments(p: argparse.ArgumentParser) -> None:
+    try:
+        from conformance.gate import add_arguments
+    except ImportError:  # the conformance package ships with stacktok; this is a broken install
+        p.add_argument("rest", nargs="*")
+        return
+    add_arguments(p)
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from conformance.gate import main as gate_main
+
+    return gate_main(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
