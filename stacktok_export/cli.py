@@ -274,25 +274,35 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--check", action="store_true", help="verify committed exports; write nothing")
     x.set_defaults(func=cmd_export)
 
-    g = sub.add_parser("gate", help="release gate: check a checkpoint/tokenizer directory")
-    _gate_arguments(g)
-    g.set_defaults(func=cmd_gate)
+    for name, module, text in _SUITE_COMMANDS:
+        _suite_command(sub, name, module, text)
     return p
 
 
-def _gate_arguments(p: argparse.ArgumentParser) -> None:
+# Commands implemented in the conformance package (shipped with stacktok),
+# imported only when used so `stacktok info` stays light.
+_SUITE_COMMANDS = (
+    ("gate", "conformance.gate", "release gate: check a checkpoint/tokenizer directory"),
+    ("fuzz", "conformance.fuzz", "differential fuzzing of a directory's exports, with shrinking"),
+    ("audit", "conformance.audit", "audit a vocabulary: reachability, duplicates, Unicode tables"),
+)
+
+
+def _suite_command(sub, name: str, module: str, text: str) -> None:
+    import importlib
+
+    p = sub.add_parser(name, help=text)
     try:
-        from conformance.gate import add_arguments
-    except ImportError:  # the conformance package ships with stacktok; this is a broken install
-        p.add_argument("rest", nargs="*")
+        mod = importlib.import_module(module)
+    except Exception as exc:  # a broken optional command must not break `stacktok info`
+        p.set_defaults(func=lambda args, exc=exc: _missing_command(name, exc))
         return
-    add_arguments(p)
+    mod.add_arguments(p)
+    p.set_defaults(func=mod.main)
 
 
-def cmd_gate(args: argparse.Namespace) -> int:
-    from conformance.gate import main as gate_main
-
-    return gate_main(args)
+def _missing_command(name: str, exc: Exception) -> int:
+    raise UsageError(f"`stacktok {name}` is unavailable ({exc}); reinstall stacktok")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
