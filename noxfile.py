@@ -94,7 +94,7 @@ def conformance(session: nox.Session, target: str) -> None:
 
 @nox.session(python=False)
 def matrix(session: nox.Session) -> None:
-    """Collect the conformance rows into conformance/SUPPORT_MATRIX.md (the README shows it)."""
+    """Collect the conformance rows into conformance/SUPPORT_MATRIX.md and the README."""
     import json
 
     rows = []
@@ -112,8 +112,15 @@ def matrix(session: nox.Session) -> None:
         *(f"| {r['backend']} | {r['version']} | {r['result']} | {r['identical']} / {r['run']} "
           f"| {r['declared']} |" for r in rows),
     ]
-    Path("conformance", "SUPPORT_MATRIX.md").write_text("\n".join(lines) + "\n")
-    session.log("wrote conformance/SUPPORT_MATRIX.md")
+    table = "\n".join(lines) + "\n"
+    Path("conformance", "SUPPORT_MATRIX.md").write_text(table)
+    readme = Path("README.md")
+    text = readme.read_text()
+    start, end = "<!-- support-matrix -->\n", "<!-- /support-matrix -->"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        readme.write_text(head + start + table + end + rest.split(end, 1)[1])
+    session.log("wrote conformance/SUPPORT_MATRIX.md and the README's support matrix")
 
 
 @nox.session(python=PYTHON)
