@@ -129,7 +129,9 @@ class Runner:
     def _safe(self, fn: Callable[[], Any]) -> tuple[Any, str | None]:
         try:
             return fn(), None
-        except Exception as exc:  # a backend crashing on input is a finding, not a suite error
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 -- pyo3 panics derive from BaseException
             return None, f"{type(exc).__name__}: {exc}"[:300]
 
     # ------------------------------------------------------------ the checks

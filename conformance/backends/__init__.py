@@ -43,4 +43,14 @@ def require(module: str, extra: str) -> object:
         raise BackendMissing(f"{module} is not installed ({exc}); pip install 'stacktok[{extra}]'") from None
 
 
+def dist_version(dist: str) -> str:
+    """The installed distribution's version (older tiktoken has no ``__version__``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "unknown"
+
+
 __all__ = ["REGISTRY", "load_backend", "require", "BackendMissing"]

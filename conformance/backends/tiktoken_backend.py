@@ -14,7 +14,7 @@ from stacktok_export.export.tiktoken_fmt import load_tiktoken_file
 
 from ..layout import Exports
 from ..protocol import BackendMissing, Capability
-from . import require
+from . import dist_version, require
 from ._base import BaseBackend
 
 
@@ -42,8 +42,8 @@ class TiktokenBackend(BaseBackend):
 
 
 def load(exports: Exports) -> TiktokenBackend:
-    tiktoken = require("tiktoken", "tiktoken")
+    require("tiktoken", "tiktoken")
     if exports.tiktoken is None:
         raise BackendMissing("no .tiktoken file in the directory; run `stacktok export`")
     ref = StackTokenizer.load(exports.artifact)
-    return TiktokenBackend(load_tiktoken_file(ref, exports.tiktoken), tiktoken.__version__)
+    return TiktokenBackend(load_tiktoken_file(ref, exports.tiktoken), dist_version("tiktoken"))

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..layout import Exports
 from ..protocol import BackendMissing, Capability
-from . import require
+from . import dist_version, require
 from ._base import BaseBackend
 
 
@@ -47,7 +47,7 @@ class TokenizersBackend(BaseBackend):
 
 
 def load(exports: Exports) -> TokenizersBackend:
-    tokenizers = require("tokenizers", "hf")
+    require("tokenizers", "hf")
     if exports.hf_dir is None:
         raise BackendMissing("no tokenizer.json in the directory")
-    return TokenizersBackend(exports.hf_dir / "tokenizer.json", tokenizers.__version__)
+    return TokenizersBackend(exports.hf_dir / "tokenizer.json", dist_version("tokenizers"))
