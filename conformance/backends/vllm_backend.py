@@ -62,8 +62,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .backends._base import BaseBackend
-from .protocol import BackendMissing, Capability
+from ._base import BaseBackend
+from ..protocol import BackendMissing, Capability
 
 #: vLLM's pure-Python dependencies that its tokenizer layer, renderer and
 #: detokenizer import, within vLLM 0.33.0's own pins (CUDA-only ones left out).

@@ -45,8 +45,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .backends._base import BaseBackend
-from .protocol import BackendMissing, Capability
+from ._base import BaseBackend
+from ..protocol import BackendMissing, Capability
 
 INSTALL_HINT = (
     "pip install torch==2.13.0 && pip install trl datasets "
@@ -65,6 +65,9 @@ def _hf_dir(export_dir: object) -> Path:
 class TrlBackend(BaseBackend):
     name = "trl"
     capabilities = frozenset({Capability.CHAT})
+    #: TRL raises "no assistant tokens" for an example with no assistant turn under
+    #: assistant_only_loss; such chats are not applicable, not failures.
+    chat_requires_assistant = True
     mask_source = "SFTTrainer._prepare_dataset labels (-100 = not in the loss)"
 
     def __init__(self, trainer, tokenizer, args, datasets_mod, *, version: str) -> None:
