@@ -37,8 +37,16 @@ def llama_wheel(session: nox.Session) -> str:
         session.log(f"building llama-cpp-python {LLAMA_VERSION} from source (once, ~13 min)")
         WHEELHOUSE.mkdir(parents=True, exist_ok=True)
         session.run(
-            sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(WHEELHOUSE),
-            f"llama-cpp-python=={LLAMA_VERSION}", env=BUILD_ENV, external=True,
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-w",
+            str(WHEELHOUSE),
+            f"llama-cpp-python=={LLAMA_VERSION}",
+            env=BUILD_ENV,
+            external=True,
         )
         wheels = sorted(WHEELHOUSE.glob(pattern))
     if not wheels:
@@ -85,9 +93,18 @@ def conformance(session: nox.Session, target: str) -> None:
     MATRIX_DIR.mkdir(parents=True, exist_ok=True)
     report = MATRIX_DIR / f"{target}.json"
     session.run(
-        "python", "-m", "conformance", "--quiet",
-        "--backends", f"reference,{backends}", "--require", backends,
-        "--json", str(report), "--matrix", str(MATRIX_DIR / f"{target}.jsonl"),
+        "python",
+        "-m",
+        "conformance",
+        "--quiet",
+        "--backends",
+        f"reference,{backends}",
+        "--require",
+        backends,
+        "--json",
+        str(report),
+        "--matrix",
+        str(MATRIX_DIR / f"{target}.jsonl"),
         *session.posargs,
     )
 
@@ -112,9 +129,20 @@ def heavy(session: nox.Session) -> None:
     env = {"STACKTOK_REQUIRE_HEAVY": "1", "VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1"}
     session.run("pytest", "-q", "tests/test_backend_vllm_trl.py", env=env)
     session.run(
-        "python", "-m", "conformance", "--quiet", "--backends", "reference,vllm,trl",
-        "--require", "vllm,trl", "--json", str(MATRIX_DIR / "heavy.json"),
-        "--matrix", str(MATRIX_DIR / "heavy.jsonl"), *session.posargs, env=env,
+        "python",
+        "-m",
+        "conformance",
+        "--quiet",
+        "--backends",
+        "reference,vllm,trl",
+        "--require",
+        "vllm,trl",
+        "--json",
+        str(MATRIX_DIR / "heavy.json"),
+        "--matrix",
+        str(MATRIX_DIR / "heavy.jsonl"),
+        *session.posargs,
+        env=env,
     )
 
 
@@ -135,8 +163,11 @@ def matrix(session: nox.Session) -> None:
     lines = [
         "| backend | version | result | probes identical / run | declared |",
         "|---|---|---|---|---|",
-        *(f"| {r['backend']} | {r['version']} | {r['result']} | {r['identical']} / {r['run']} "
-          f"| {r['declared']} |" for r in rows),
+        *(
+            f"| {r['backend']} | {r['version']} | {r['result']} | {r['identical']} / {r['run']} "
+            f"| {r['declared']} |"
+            for r in rows
+        ),
     ]
     table = "\n".join(lines) + "\n"
     Path("conformance", "SUPPORT_MATRIX.md").write_text(table)
@@ -165,7 +196,9 @@ def bench(session: nox.Session) -> None:
     if os.path.exists(sample):
         session.run("python", "benchmarks/bench_train.py", sample)
     else:
-        session.log(f"{sample} missing: run `python scripts/build_sample.py --install` for the trainer benchmark")
+        session.log(
+            f"{sample} missing: run `python scripts/build_sample.py --install` for the trainer benchmark"
+        )
 
 
 @nox.session(python=PYTHON)

@@ -26,7 +26,7 @@ from .backends import REGISTRY, load_backend
 from .fixtures import FixtureError, FixtureSet
 from .layout import Exports, LayoutError
 from .protocol import BackendMissing
-from .report import matrix_row, render_text, support_matrix, to_json, verdict
+from .report import matrix_row, render_text, to_json, verdict
 from .runner import BackendResult, Runner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,8 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run_suite(exports: Exports, fixtures: FixtureSet, names: Sequence[str], *,
-              progress=None, workers: int = 1) -> tuple[list[BackendResult], list[str], Runner]:
+def run_suite(
+    exports: Exports, fixtures: FixtureSet, names: Sequence[str], *, progress=None, workers: int = 1
+) -> tuple[list[BackendResult], list[str], Runner]:
     """Run ``names`` (up to ``workers`` at once) against the reference; keep ``names`` order."""
     ref = StackTokenizer.load(exports.artifact)
     runner = Runner(ref, fixtures, progress=progress)
@@ -92,8 +93,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     required_missing = [r.name for r in results if r.status == "missing" and r.name in args.require]
     for name in required_missing:
         print(f"conformance: error: required backend {name} is missing", file=sys.stderr)
-    meta = {"fixtures": fixtures.hashes, "probes": len(fixtures.probes), "chats": len(fixtures.chats),
-            "artifact": args.artifact.name, "versions": {r.name: r.version for r in results}}
+    meta = {
+        "generator_seeds": fixtures.generator_seeds(),
+        "fixtures": fixtures.hashes,
+        "probes": len(fixtures.probes),
+        "chats": len(fixtures.chats),
+        "artifact": args.artifact.name,
+        "versions": {r.name: r.version for r in results},
+    }
     if args.json:
         write_text_atomic(args.json, to_json(results, meta=meta, stale=stale))
     if args.matrix:

@@ -26,7 +26,9 @@ into bytes with the GPT-2 byte<->char table) *and* the artifact given by
    version (which sentinel code points it treats as letters). Disagreement is
    informational -- declared divergences cover it -- but always stated.
 
-Exit 0: no violation of 1-4; 1: a violation; 2: usage error (one-line reason).
+Exit 0: no violation of 1-4; 1: a violation; 2: usage error (one-line reason),
+including an artifact that ``StackTokenizer.load`` refuses for any reason other
+than its merge order (e.g. a recorded regex engine whose tables differ).
 The JSON report has sorted keys and no timestamps or timings.
 
 Out of scope: fixing anything; whether a directory's export files match the
@@ -55,9 +57,9 @@ from stacktok_export import ArtifactError, StackTokenizer
 from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
 from stacktok_export.export.bytelevel import from_chars
-from stacktok_export.pretokenize import LLAMA3_PATTERN, engine_info, unicode_version
+from stacktok_export.pretokenize import LLAMA3_PATTERN, engine_info
 
-from .fixtures import FIXTURES, FixtureError, load_divergences
+from .fixtures import FIXTURES, FixtureError, load_divergences, version_matches
 from .layout import Exports
 from .protocol import BackendMissing
 
@@ -68,8 +70,13 @@ DEFAULT_BACKENDS = ("tiktoken", "tokenizers", "llama.cpp")
 BLOCK = 512  # code points per scanned block
 #: one code point first assigned (as a letter) in each Unicode version, oldest first
 SENTINELS: tuple[tuple[str, int], ...] = (
-    ("13.0", 0x08BE), ("14.0", 0x0870), ("15.0", 0x11F04), ("15.1", 0x2EBF0),
-    ("16.0", 0x1C89), ("17.0", 0x323B0), ("18.0", 0x3D000),
+    ("13.0", 0x08BE),
+    ("14.0", 0x0870),
+    ("15.0", 0x11F04),
+    ("15.1", 0x2EBF0),
+    ("16.0", 0x1C89),
+    ("17.0", 0x323B0),
+    ("18.0", 0x3D000),
 )
 CONTRACTIONS = ("'s", "'t", "'re", "'ve", "'m", "'ll", "'d")
 #: a stand-in character of each class the Llama-3 split depends on
@@ -94,8 +101,13 @@ class Finding:
     lines: list[str] = field(default_factory=list)  # human detail lines (already capped)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "subject": self.subject, "status": self.status,
-                "summary": self.summary, "details": self.details}
+        return {
+            "name": self.name,
+            "subject": self.subject,
+            "status": self.status,
+            "summary": self.summary,
+            "details": self.details,
+        }
 
 
 @dataclass
@@ -116,7 +128,8 @@ class Vocab:
 
 # ------------------------------------------------------------------ helpers
 def _hex(b: bytes) -> str:
-    return repr(b)[2:-1] if len(b) <= 40 else repr(b[:37])[2:-1] + "..."
+    """A short printable form of token bytes (Python bytes literal, cut at 24 bytes)."""
+    return repr(b) if len(b) <= 24 else repr(b[:24]) + "..."
 
 
 def _cap(items: Sequence[str], cap: int = CAP) -> list[str]:
@@ -204,7 +217,9 @@ def artifact_merge_problems(merges: Any) -> list[str]:
             return []
         new_id, pair = 256 + i, (m[0], m[1])
         if not all(0 <= x < new_id for x in pair):
-            problems.append(f"merge #{i} -> id {new_id} combines {list(pair)}: a child id is not below {new_id}")
+            problems.append(
+                f"merge #{i} -> id {new_id} combines {list(pair)}: a child id is not below {new_id}"
+            )
         if pair in seen:
             problems.append(f"merge #{i} -> id {new_id} repeats the pair {list(pair)} of merge #{seen[pair]}")
         seen.setdefault(pair, i)
@@ -223,9 +238,16 @@ def load_artifact_vocab(path: Path) -> tuple[Vocab | None, StackTokenizer | None
         raise AuditUsageError(str(exc)) from None
     table = tok.token_bytes()
     vocab = Vocab(
-        subject="artifact", source=str(path), tokens=dict(enumerate(table)),
-        specials=dict(tok.special_to_id), merged_ids=list(range(256, len(table))),
-        bpe=tok._bpe, encode=tok.encode, merge_problems=[], n_merges=len(tok.merges))
+        subject="artifact",
+        source=str(path),
+        tokens=dict(enumerate(table)),
+        specials=dict(tok.special_to_id),
+        merged_ids=list(range(256, len(table))),
+        bpe=tok._bpe,
+        encode=tok.encode,
+        merge_problems=[],
+        n_merges=len(tok.merges),
+    )
     return vocab, tok, []
 
 
@@ -265,7 +287,9 @@ def hf_merge_problems(merges: list[tuple[str, str]], vocab: dict[str, int]) -> l
         if ir <= max(ia, ib):
             problems.append(f"{where} -> id {ir} is not above its children ({ia}, {ib})")
         if ir <= prev:
-            problems.append(f"{where} -> id {ir} comes after a merge creating id {prev}: merges not in id order")
+            problems.append(
+                f"{where} -> id {ir} comes after a merge creating id {prev}: merges not in id order"
+            )
         prev = max(prev, ir)
     return problems
 
@@ -280,8 +304,11 @@ def _hf_strings(model: dict[str, Any]) -> tuple[dict[str, int], list[tuple[str, 
 
 
 def _hf_specials(doc: dict[str, Any]) -> dict[str, int]:
-    return {t["content"]: t["id"] for t in doc.get("added_tokens") or []
-            if isinstance(t, dict) and t.get("special") and isinstance(t.get("content"), str)}
+    return {
+        t["content"]: t["id"]
+        for t in doc.get("added_tokens") or []
+        if isinstance(t, dict) and t.get("special") and isinstance(t.get("content"), str)
+    }
 
 
 def _to_bytes(vocab: dict[str, int], specials: dict[str, int]) -> dict[int, bytes]:
@@ -294,7 +321,9 @@ def _to_bytes(vocab: dict[str, int], specials: dict[str, int]) -> dict[int, byte
         try:
             b = from_chars(s)
         except KeyError:
-            raise AuditUsageError(f"tokenizer.json token {s!r} is not byte-level (GPT-2 byte<->char)") from None
+            raise AuditUsageError(
+                f"tokenizer.json token {s!r} is not byte-level (GPT-2 byte<->char)"
+            ) from None
         if i in out:
             raise AuditUsageError(f"tokenizer.json gives id {i} to both {_hex(out[i])} and {_hex(b)}")
         out[i] = b
@@ -311,8 +340,11 @@ def load_hf_vocab(path: Path) -> Vocab:
     tokens = _to_bytes(strings, specials)
     by_bytes = {b: i for i, b in sorted(tokens.items(), reverse=True)}
     byte_ids = {b[0]: i for b, i in by_bytes.items() if len(b) == 1}
-    rows = [(strings[a], strings[b], strings[a + b]) for a, b in merges
-            if a in strings and b in strings and a + b in strings]
+    rows = [
+        (strings[a], strings[b], strings[a + b])
+        for a, b in merges
+        if a in strings and b in strings and a + b in strings
+    ]
     bpe = MergeListBPE(byte_ids, rows)
     split = regex.compile(_hf_pattern(doc.get("pre_tokenizer")))
 
@@ -320,27 +352,44 @@ def load_hf_vocab(path: Path) -> Vocab:
         return [i for piece in split.findall(text) for i in bpe(piece.encode("utf-8"))]
 
     return Vocab(
-        subject="tokenizer.json", source=str(path), tokens=tokens, specials=specials,
-        merged_ids=sorted(i for i, b in tokens.items() if len(b) > 1), bpe=bpe, encode=encode,
-        merge_problems=hf_merge_problems(merges, strings), n_merges=len(merges),
-        missing_bytes=[b for b in range(256) if b not in byte_ids])
+        subject="tokenizer.json",
+        source=str(path),
+        tokens=tokens,
+        specials=specials,
+        merged_ids=sorted(i for i, b in tokens.items() if len(b) > 1),
+        bpe=bpe,
+        encode=encode,
+        merge_problems=hf_merge_problems(merges, strings),
+        n_merges=len(merges),
+        missing_bytes=[b for b in range(256) if b not in byte_ids],
+    )
 
 
 # ------------------------------------------------------- vocabulary findings
 def check_self_reachable(v: Vocab) -> Finding:
     """Merge-list BPE of each merged token's bytes must be exactly that token."""
-    bad = [(i, v.bpe(v.tokens[i])) for i in v.merged_ids if v.bpe(v.tokens[i]) != [i]]
+    encoded = ((i, v.bpe(v.tokens[i])) for i in v.merged_ids)
+    bad = [(i, got) for i, got in encoded if got != [i]]
     lines = [f"id {i} {_hex(v.tokens[i])} encodes as {got}" for i, got in bad]
     lines += [f"byte 0x{b:02x} has no single-byte token" for b in v.missing_bytes]
-    details = {"checked": len(v.merged_ids), "unreachable": [{"id": i, "bytes": v.tokens[i].hex(), "encodes_as": got}
-                                                            for i, got in bad],
-               "missing_bytes": v.missing_bytes}
+    details = {
+        "checked": len(v.merged_ids),
+        "unreachable": [{"id": i, "bytes": v.tokens[i].hex(), "encodes_as": got} for i, got in bad],
+        "missing_bytes": v.missing_bytes,
+    }
     if not lines:
-        return Finding("self_reachable", v.subject, "pass",
-                       f"all {len(v.merged_ids):,} merged tokens encode to themselves", details)
-    summary = (f"{len(bad):,} of {len(v.merged_ids):,} merged tokens are unreachable by the merge list"
-               + (f", {len(v.missing_bytes)} bytes have no token" if v.missing_bytes else "")
-               + " (tiktoken/ignore_merges would disagree)")
+        return Finding(
+            "self_reachable",
+            v.subject,
+            "pass",
+            f"all {len(v.merged_ids):,} merged tokens encode to themselves",
+            details,
+        )
+    summary = (
+        f"{len(bad):,} of {len(v.merged_ids):,} merged tokens are unreachable by the merge list"
+        + (f", {len(v.missing_bytes)} bytes have no token" if v.missing_bytes else "")
+        + " (tiktoken/ignore_merges would disagree)"
+    )
     return Finding("self_reachable", v.subject, "fail", summary, details, _cap(lines))
 
 
@@ -356,22 +405,43 @@ def check_duplicate_bytes(v: Vocab) -> Finding:
     dups = sorted((sorted(set(i)), b) for b, i in ids.items() if len(set(i)) > 1)
     details = {"checked": len(_all_tokens(v)), "duplicates": [{"bytes": b.hex(), "ids": i} for i, b in dups]}
     if not dups:
-        return Finding("duplicate_bytes", v.subject, "pass",
-                       f"all {details['checked']:,} ids have distinct bytes", details)
+        return Finding(
+            "duplicate_bytes",
+            v.subject,
+            "pass",
+            f"all {details['checked']:,} ids have distinct bytes",
+            details,
+        )
     lines = [f"ids {i} are all {_hex(b)}" for i, b in dups]
-    return Finding("duplicate_bytes", v.subject, "fail",
-                   f"{len(dups):,} byte strings belong to several ids (llama.cpp aborts on load)",
-                   details, _cap(lines))
+    return Finding(
+        "duplicate_bytes",
+        v.subject,
+        "fail",
+        f"{len(dups):,} byte strings belong to several ids (llama.cpp aborts on load)",
+        details,
+        _cap(lines),
+    )
 
 
 def check_merge_order(v: Vocab) -> Finding:
     """Each merge's children have lower ids than its result; merges are in id order."""
     details = {"merges": v.n_merges, "problems": v.merge_problems}
     if not v.merge_problems:
-        return Finding("merge_order", v.subject, "pass",
-                       f"all {v.n_merges:,} merges combine lower ids, in id order", details)
-    return Finding("merge_order", v.subject, "fail",
-                   f"{len(v.merge_problems):,} merge-order problems", details, _cap(v.merge_problems))
+        return Finding(
+            "merge_order",
+            v.subject,
+            "pass",
+            f"all {v.n_merges:,} merges combine lower ids, in id order",
+            details,
+        )
+    return Finding(
+        "merge_order",
+        v.subject,
+        "fail",
+        f"{len(v.merge_problems):,} merge-order problems",
+        details,
+        _cap(v.merge_problems),
+    )
 
 
 def special_shapes(s: str) -> tuple[str, ...]:
@@ -385,17 +455,32 @@ def check_specials(v: Vocab) -> Finding:
     leaks = [(t, ids) for t, ids in leaks if ids]
     spelled = [(i, s) for i, b in sorted(v.tokens.items()) for s in v.specials if s.encode("utf-8") in b]
     lines = [f"untrusted {t!r} encodes to special id(s) {ids}" for t, ids in leaks]
-    lines += [f"ordinary id {i} {_hex(v.tokens[i])} {'is' if v.tokens[i] == s.encode() else 'contains'} {s!r}"
-              for i, s in spelled]
-    details = {"specials": len(v.specials), "shapes": len(v.specials) * 4,
-               "leaks": [{"text": t, "ids": ids} for t, ids in leaks],
-               "ordinary_tokens_with_special_text": [{"id": i, "special": s} for i, s in spelled]}
+    lines += [
+        f"ordinary id {i} {_hex(v.tokens[i])} {'is' if v.tokens[i] == s.encode() else 'contains'} {s!r}"
+        for i, s in spelled
+    ]
+    details = {
+        "specials": len(v.specials),
+        "shapes": len(v.specials) * 4,
+        "leaks": [{"text": t, "ids": ids} for t, ids in leaks],
+        "ordinary_tokens_with_special_text": [{"id": i, "special": s} for i, s in spelled],
+    }
     if not lines:
-        return Finding("specials_unreachable", v.subject, "pass",
-                       f"{len(v.specials)} specials x 4 shapes give no special id; no token spells one", details)
-    return Finding("specials_unreachable", v.subject, "fail",
-                   f"{len(leaks)} untrusted shapes give special ids, {len(spelled)} tokens spell a special",
-                   details, _cap(lines))
+        return Finding(
+            "specials_unreachable",
+            v.subject,
+            "pass",
+            f"{len(v.specials)} specials x 4 shapes give no special id; no token spells one",
+            details,
+        )
+    return Finding(
+        "specials_unreachable",
+        v.subject,
+        "fail",
+        f"{len(leaks)} untrusted shapes give special ids, {len(spelled)} tokens spell a special",
+        details,
+        _cap(lines),
+    )
 
 
 def check_long_tokens(v: Vocab) -> Finding:
@@ -403,8 +488,14 @@ def check_long_tokens(v: Vocab) -> Finding:
     long = [(i, b) for i, b in _all_tokens(v) if len(b) > LONG_TOKEN_BYTES]
     details = {"limit": LONG_TOKEN_BYTES, "tokens": [{"id": i, "length": len(b)} for i, b in long]}
     lines = [f"id {i} ({len(b)} bytes) {_hex(b)}" for i, b in long]
-    summary = (f"{len(long):,} tokens over {LONG_TOKEN_BYTES} bytes (Llama.detokenize returns b'' for them;"
-               " decode by token_to_piece, llama-cpp-python#2362)") if long else f"no token over {LONG_TOKEN_BYTES} bytes"
+    summary = (
+        (
+            f"{len(long):,} tokens over {LONG_TOKEN_BYTES} bytes (Llama.detokenize returns b'' for them;"
+            " decode by token_to_piece, llama-cpp-python#2362)"
+        )
+        if long
+        else f"no token over {LONG_TOKEN_BYTES} bytes"
+    )
     return Finding("long_tokens", v.subject, "info" if long else "pass", summary, details, _cap(lines))
 
 
@@ -420,25 +511,50 @@ def check_partial_utf8(v: Vocab) -> Finding:
     """Informational: tokens that are not valid UTF-8 alone (streaming must hold them back)."""
     bad = [(i, b) for i, b in sorted(v.tokens.items()) if not _utf8_ok(b)]
     multi = [(i, b) for i, b in bad if len(b) > 1]
-    details = {"count": len(bad), "multi_byte": len(multi),
-               "examples": [{"id": i, "bytes": b.hex()} for i, b in multi[:CAP]]}
+    details = {
+        "count": len(bad),
+        "multi_byte": len(multi),
+        "examples": [{"id": i, "bytes": b.hex()} for i, b in multi[:CAP]],
+    }
     lines = [f"id {i} {_hex(b)}" for i, b in multi]
-    return Finding("partial_utf8", v.subject, "info",
-                   f"{len(bad):,} tokens are not valid UTF-8 alone ({len(multi):,} of them multi-byte):"
-                   " streaming decoders must hold back incomplete characters", details, _cap(lines))
+    return Finding(
+        "partial_utf8",
+        v.subject,
+        "info",
+        f"{len(bad):,} tokens are not valid UTF-8 alone ({len(multi):,} of them multi-byte):"
+        " streaming decoders must hold back incomplete characters",
+        details,
+        _cap(lines),
+    )
 
 
 def audit_vocab(v: Vocab) -> list[Finding]:
-    return [check_self_reachable(v), check_duplicate_bytes(v), check_merge_order(v),
-            check_specials(v), check_long_tokens(v), check_partial_utf8(v)]
+    return [
+        check_self_reachable(v),
+        check_duplicate_bytes(v),
+        check_merge_order(v),
+        check_specials(v),
+        check_long_tokens(v),
+        check_partial_utf8(v),
+    ]
 
 
 def broken_merges(subject: str, problems: list[str]) -> list[Finding]:
     """When the merge list cannot even be built: merge_order fails, the rest is skipped."""
-    rows = [Finding("merge_order", subject, "fail", f"{len(problems):,} merge-order problems; "
-                    "the vocabulary cannot be built", {"problems": problems}, _cap(problems))]
-    rows += [Finding(n, subject, "skip", "not checked: the merge list is broken")
-             for n in ("self_reachable", "duplicate_bytes", "specials_unreachable", "long_tokens", "partial_utf8")]
+    rows = [
+        Finding(
+            "merge_order",
+            subject,
+            "fail",
+            f"{len(problems):,} merge-order problems; the vocabulary cannot be built",
+            {"problems": problems},
+            _cap(problems),
+        )
+    ]
+    rows += [
+        Finding(n, subject, "skip", "not checked: the merge list is broken")
+        for n in ("self_reachable", "duplicate_bytes", "specials_unreachable", "long_tokens", "partial_utf8")
+    ]
     return rows
 
 
@@ -488,7 +604,7 @@ def reference_class(ch: str) -> str:
 def hypothesis_ids(tok: StackTokenizer, shape: Shape, ch: str, cls: str) -> list[int]:
     """The reference's ids for ``shape.text(ch)`` if ``ch`` were of class ``cls``."""
     real, stand = shape.text(ch), shape.text(STAND_INS[cls])
-    return [i for m in tok._split_re.finditer(stand) for i in tok._bpe(real[m.start():m.end()].encode())]
+    return [i for m in tok._split_re.finditer(stand) for i in tok._bpe(real[m.start() : m.end()].encode())]
 
 
 def backend_class(tok: StackTokenizer, shape: Shape, ch: str, ids: list[int]) -> str:
@@ -514,25 +630,40 @@ class Scan:
 Encode = Callable[[str], list[int]]
 
 
-def bisect(cps: Sequence[int], shape: Shape, ref: Encode, be: Encode) -> list[tuple[int, list[int], list[int]]]:
-    """The single code points of a disagreeing run whose shapes encode differently."""
+def bisect_disagreements(
+    cps: Sequence[int], shape: Shape, ref: Encode, be: Encode
+) -> list[tuple[int, list[int], list[int]]]:
+    """The single code points of a disagreeing run ``cps`` whose shapes encode differently.
+
+    Should neither half differ (shapes interacting across their boundary, which
+    :class:`Shape` rules out), the run's first code point stands for it.
+    """
     if len(cps) == 1:
         text = shape.block(cps)
         return [(cps[0], ref(text), be(text))]
     out: list[tuple[int, list[int], list[int]]] = []
-    for half in (cps[: len(cps) // 2], cps[len(cps) // 2:]):
+    for half in (cps[: len(cps) // 2], cps[len(cps) // 2 :]):
         text = shape.block(half)
         if ref(text) != be(text):
-            out += bisect(half, shape, ref, be)
+            out += bisect_disagreements(half, shape, ref, be)
+    if not out:
+        text = shape.block(cps)
+        out = [(cps[0], ref(text), be(text))]
     return out
 
 
-def scan_blocks(blocks: Sequence[Sequence[int]], texts: Sequence[str], ref_ids: Sequence[list[int]],
-                shape: Shape, ref: Encode, be: Encode) -> list[tuple[int, list[int], list[int]]]:
+def scan_blocks(
+    blocks: Sequence[Sequence[int]],
+    texts: Sequence[str],
+    ref_ids: Sequence[list[int]],
+    shape: Shape,
+    ref: Encode,
+    be: Encode,
+) -> list[tuple[int, list[int], list[int]]]:
     leaves: list[tuple[int, list[int], list[int]]] = []
     for cps, text, ids in zip(blocks, texts, ref_ids):
         if be(text) != ids:
-            leaves += bisect(cps, shape, ref, be)
+            leaves += bisect_disagreements(cps, shape, ref, be)
     return leaves
 
 
@@ -542,17 +673,22 @@ def _writers(tok: StackTokenizer) -> dict[str, Callable[[], dict[str, bytes]]]:
 
     def gguf() -> dict[str, bytes]:
         from stacktok_export.export.gguf_fmt import gguf_bytes
+
         return {"audit.gguf": gguf_bytes(tok)}
 
-    return {"tiktoken": lambda: {"audit.tiktoken": tiktoken_text(tok).encode("ascii")},
-            "hf": lambda: {f"audit-hf/{k}": v for k, v in hf_files(tok).items()},
-            "gguf": gguf}
+    return {
+        "tiktoken": lambda: {"audit.tiktoken": tiktoken_text(tok).encode("ascii")},
+        "hf": lambda: {f"audit-hf/{k}": v for k, v in hf_files(tok).items()},
+        "gguf": gguf,
+    }
 
 
 FORMAT_OF = {"tiktoken": "tiktoken", "tokenizers": "hf", "transformers": "hf", "llama.cpp": "gguf"}
 
 
-def render_exports(tok: StackTokenizer, artifact: Path, dest: Path, names: Sequence[str]) -> tuple[Exports, dict[str, str]]:
+def render_exports(
+    tok: StackTokenizer, artifact: Path, dest: Path, names: Sequence[str]
+) -> tuple[Exports, dict[str, str]]:
     """Write the exports ``names`` need into ``dest``; return them and the formats that failed."""
     failed: dict[str, str] = {}
     for fmt, write in _writers(tok).items():
@@ -566,27 +702,45 @@ def render_exports(tok: StackTokenizer, artifact: Path, dest: Path, names: Seque
         for rel, data in files.items():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             (dest / rel).write_bytes(data)
-    exports = Exports(artifact=artifact, hf_dir=dest / "audit-hf" if (dest / "audit-hf").is_dir() else None,
-                      tiktoken=dest / "audit.tiktoken" if (dest / "audit.tiktoken").is_file() else None,
-                      gguf=dest / "audit.gguf" if (dest / "audit.gguf").is_file() else None)
+    exports = Exports(
+        artifact=artifact,
+        hf_dir=dest / "audit-hf" if (dest / "audit-hf").is_dir() else None,
+        tiktoken=dest / "audit.tiktoken" if (dest / "audit.tiktoken").is_file() else None,
+        gguf=dest / "audit.gguf" if (dest / "audit.gguf").is_file() else None,
+    )
     return exports, failed
 
 
-def declared_divergences(name: str) -> list[str]:
-    """Ids of the declared Unicode divergences of backend ``name`` (fixtures/divergences.jsonl)."""
+def declared_divergences(name: str, version: str) -> list[str]:
+    """Ids of the Unicode divergences declared for backend ``name`` at ``version``.
+
+    Read from ``fixtures/divergences.jsonl``; a Unicode divergence is one whose
+    id mentions ``unicode`` (the suite's naming convention).
+    """
     try:
         divs = load_divergences(FIXTURES / "divergences.jsonl")
     except (FixtureError, OSError):
         return []
-    return sorted(d.id for d in divs if d.backend == name and "unicode" in d.id.lower())
+    return sorted(
+        d.id
+        for d in divs
+        if d.backend == name and "unicode" in d.id.lower() and version_matches(version, d.versions)
+    )
 
 
 def _sentinels(tok: StackTokenizer, shape: Shape, be: Encode) -> dict[str, str]:
     return {v: backend_class(tok, shape, chr(cp), be(shape.text(chr(cp)))) for v, cp in SENTINELS}
 
 
-def scan_backend(name: str, exports: Exports, tok: StackTokenizer, shape: Shape,
-                 blocks: Sequence[Sequence[int]], texts: Sequence[str], ref_ids: Sequence[list[int]]) -> Scan:
+def scan_backend(
+    name: str,
+    exports: Exports,
+    tok: StackTokenizer,
+    shape: Shape,
+    blocks: Sequence[Sequence[int]],
+    texts: Sequence[str],
+    ref_ids: Sequence[list[int]],
+) -> Scan:
     """Load backend ``name`` over ``exports`` and scan every block against the reference."""
     from .backends import load_backend
 
@@ -596,10 +750,20 @@ def scan_backend(name: str, exports: Exports, tok: StackTokenizer, shape: Shape,
     except BackendMissing as exc:
         return Scan(name, "missing", reason=str(exc))
     be: Encode = lambda t: list(backend.encode(t, allow_special=False))  # noqa: E731
-    scan = Scan(name, "agrees", version=str(backend.version), declared=declared_divergences(name))
+    scan = Scan(
+        name,
+        "agrees",
+        version=str(backend.version),
+        declared=declared_divergences(name, str(backend.version)),
+    )
     if be(SANITY_TEXT) != tok.encode(SANITY_TEXT):
-        scan.status, scan.reason = "error", ("differs from the reference on plain ASCII text: the export or "
-                                             "vocabulary differs (not a Unicode-table issue); run `stacktok gate`")
+        scan.status, scan.reason = (
+            "error",
+            (
+                "differs from the reference on plain ASCII text: the export or "
+                "vocabulary differs (not a Unicode-table issue); run `stacktok gate`"
+            ),
+        )
         return scan
     scan.leaves = scan_blocks(blocks, texts, ref_ids, shape, tok.encode, be)
     scan.sentinels = _sentinels(tok, shape, be)
@@ -613,7 +777,7 @@ def apparent_version(sentinels: dict[str, str]) -> str:
     known = "<" + SENTINELS[0][0]
     for version, _ in SENTINELS:
         cls = sentinels.get(version, "?")
-        if cls not in ("L", "N"):
+        if "O" in cls or cls == "?":
             return known if cls == "O" else f"{known} (then undetermined)"
         known = version
     return known
@@ -648,15 +812,23 @@ def scan_details(tok: StackTokenizer, shape: Shape, scan: Scan) -> dict[str, Any
     if scan.status not in ("agrees", "disagrees"):
         return d
     rows = grouped_ranges(tok, shape, scan)
-    d.update(disagreeing_code_points=len(scan.leaves), ranges=[
-        {**r, "first": _u(r["first"]), "last": _u(r["last"])} for r in rows],
+    d.update(
+        disagreeing_code_points=len(scan.leaves),
+        ranges=[{**r, "first": _u(r["first"]), "last": _u(r["last"])} for r in rows],
         compressed=[_span(a, b) for a, b in _ranges([c for c, _, _ in scan.leaves])],
-        sentinels=scan.sentinels, apparent_unicode=apparent_version(scan.sentinels),
-        declared=scan.declared, undeclared_versions=undeclared_versions(scan))
+        sentinels=scan.sentinels,
+        apparent_unicode=apparent_version(scan.sentinels),
+        declared=scan.declared,
+        undeclared_versions=undeclared_versions(scan),
+    )
     if scan.leaves:
         cp, ref_ids, be_ids = scan.leaves[0]
-        d["example"] = {"code_point": _u(cp), "text": shape.text(chr(cp)), "reference_ids": ref_ids,
-                        "backend_ids": be_ids}
+        d["example"] = {
+            "code_point": _u(cp),
+            "text": shape.text(chr(cp)),
+            "reference_ids": ref_ids,
+            "backend_ids": be_ids,
+        }
     return d
 
 
@@ -666,18 +838,31 @@ def _scan_line(name: str, d: dict[str, Any]) -> str:
         return f"{head}: {d['status'].upper()} ({d['reason']})"
     if d["status"] == "agrees":
         return f"{head}: agrees on every code point (apparent Unicode {d['apparent_unicode']})"
-    undeclared = f"; NOT covered by a declared divergence: Unicode {', '.join(d['undeclared_versions'])}" \
-        if d["undeclared_versions"] else ""
-    return (f"{head}: DISAGREES on {d['disagreeing_code_points']:,} code points in {len(d['compressed']):,} ranges "
-            f"(apparent Unicode {d['apparent_unicode']}; declared: {', '.join(d['declared']) or 'none'}{undeclared})")
+    undeclared = (
+        f"; no declared divergence names Unicode {', '.join(d['undeclared_versions'])}"
+        if d["undeclared_versions"]
+        else ""
+    )
+    count, ranges, declared = d["disagreeing_code_points"], len(d["compressed"]), ", ".join(d["declared"])
+    return (
+        f"{head}: DISAGREES on {count:,} code points in {ranges:,} ranges "
+        f"(apparent Unicode {d['apparent_unicode']}; declared: {declared or 'none'}{undeclared})"
+    )
 
 
 def _scan_lines(name: str, d: dict[str, Any]) -> list[str]:
     lines = [_scan_line(name, d)]
     if d.get("ranges"):
-        lines += ["  " + s for s in _cap([f"{_span(int(r['first'][2:], 16), int(r['last'][2:], 16))} "
-                                          f"({r['count']:,}): reference {r['reference']}, {name} {r['backend']}"
-                                          for r in d["ranges"]])]
+        lines += [
+            "  " + s
+            for s in _cap(
+                [
+                    f"{_span(int(r['first'][2:], 16), int(r['last'][2:], 16))} "
+                    f"({r['count']:,}): reference {r['reference']}, {name} {r['backend']}"
+                    for r in d["ranges"]
+                ]
+            )
+        ]
         ex = d["example"]
         lines.append(f"  e.g. {ex['text']!r}: reference {ex['reference_ids']} vs {name} {ex['backend_ids']}")
     return lines
@@ -686,37 +871,60 @@ def _scan_lines(name: str, d: dict[str, Any]) -> list[str]:
 def unicode_finding(tok: StackTokenizer, shape: Shape, scans: Sequence[Scan]) -> Finding:
     """The ``unicode_tables`` finding: pass if every checked backend agrees, else info (stated)."""
     installed = engine_info()
-    ref = {"installed": installed, "recorded": tok.engine, "shape": shape.text("{c}"), "strong_shape": shape.strong}
+    ref = {
+        "installed": installed,
+        "recorded": tok.engine,
+        "shape": shape.text("{c}"),
+        "strong_shape": shape.strong,
+    }
     per = {s.name: scan_details(tok, shape, s) for s in scans}
-    lines = [f"reference: regex {installed['version']} (Unicode {installed['unicode_version']}); artifact "
-             f"recorded regex {tok.engine.get('version', '?')} (Unicode {tok.engine.get('unicode_version', '?')})"]
+    lines = [
+        f"reference: regex {installed['version']} (Unicode {installed['unicode_version']}); artifact "
+        f"recorded regex {tok.engine.get('version', '?')} (Unicode {tok.engine.get('unicode_version', '?')})"
+    ]
     if not shape.strong:
-        lines.append("weak probe: the vocabulary lacks a contraction or 3-digit token; some differences may not show")
+        lines.append(
+            "weak probe: the vocabulary lacks a contraction or 3-digit token; some differences may not show"
+        )
     for name, d in per.items():
         lines += _scan_lines(name, d)
-    disagree = [f"{n} ({d['disagreeing_code_points']:,})" for n, d in per.items() if d["status"] == "disagrees"]
+    disagree = [
+        f"{n} {d['disagreeing_code_points']:,} (apparent Unicode {d['apparent_unicode']})"
+        for n, d in per.items()
+        if d["status"] == "disagrees"
+    ]
     other = [f"{n} {d['status']}" for n, d in per.items() if d["status"] in ("missing", "error")]
     if disagree:
-        summary = (f"backends split differently from the reference (Unicode {installed['unicode_version']}) on "
-                   f"code points: {', '.join(disagree)} -- informational, see declared divergences")
-    elif per:
-        summary = "every checked backend splits every code point like the reference"
+        summary = (
+            f"backends split differently from the reference (Unicode {installed['unicode_version']}) on "
+            f"code points: {', '.join(disagree)} -- informational, see declared divergences"
+        )
+    elif checked := [n for n, d in per.items() if d["status"] == "agrees"]:
+        summary = f"{', '.join(checked)} split every code point like the reference"
     else:
-        summary = "no backend selected"
+        summary = "no backend could be checked"
     if other:
         summary += f"; {', '.join(other)}"
-    return Finding("unicode_tables", "backends", "info" if disagree or other else "pass", summary,
-                   {"reference": ref, "backends": per}, lines)
+    return Finding(
+        "unicode_tables",
+        "backends",
+        "info" if disagree or other else "pass",
+        summary,
+        {"reference": ref, "backends": per},
+        lines,
+    )
 
 
 def reference_blocks(tok: StackTokenizer, shape: Shape) -> tuple[list[list[int]], list[str], list[list[int]]]:
     cps = all_code_points()
-    blocks = [cps[i:i + BLOCK] for i in range(0, len(cps), BLOCK)]
+    blocks = [cps[i : i + BLOCK] for i in range(0, len(cps), BLOCK)]
     texts = [shape.block(b) for b in blocks]
     return blocks, texts, [tok.encode(t) for t in texts]
 
 
-def audit_unicode(tok: StackTokenizer, artifact: Path, names: Sequence[str], say: Say) -> tuple[Finding, dict[str, float]]:
+def audit_unicode(
+    tok: StackTokenizer, artifact: Path, names: Sequence[str], say: Say
+) -> tuple[Finding, dict[str, float]]:
     """Scan every backend in ``names``; return the finding and per-step seconds."""
     timings: dict[str, float] = {}
     shape = choose_shape(tok)
@@ -754,7 +962,9 @@ def resolve_target(path: Path | None, artifact: Path | None) -> Target:
         return Target(artifact or shipped_artifact_path(), None)
     if path.is_dir():
         if not (path / "tokenizer.json").is_file():
-            raise AuditUsageError(f"{path} has no tokenizer.json; pass a tokenizer directory or an artifact JSON")
+            raise AuditUsageError(
+                f"{path} has no tokenizer.json; pass a tokenizer directory or an artifact JSON"
+            )
         return Target(artifact or shipped_artifact_path(), path)
     if path.is_file():
         if artifact is not None:
@@ -766,7 +976,9 @@ def resolve_target(path: Path | None, artifact: Path | None) -> Target:
 def _subject_label(f: Finding, target: Target) -> str:
     if f.subject == "artifact":
         return target.artifact.name
-    return "tokenizer.json" if f.subject == "tokenizer.json" else ""
+    if f.subject == "tokenizer.json" and target.directory is not None:
+        return f"{target.directory.name}/tokenizer.json"
+    return ""
 
 
 def render_human(findings: Sequence[Finding], target: Target) -> str:
@@ -776,8 +988,11 @@ def render_human(findings: Sequence[Finding], target: Target) -> str:
     for f in findings:
         label = _subject_label(f, target)
         rows.append(f"{mark[f.status]:4s}  {f.name:{width}s}  {label + ': ' if label else ''}{f.summary}")
-    details = [f"\n{f.name} ({_subject_label(f, target) or f.subject}):\n" + "\n".join("  " + x for x in f.lines)
-               for f in findings if f.lines]
+    details = [
+        f"\n{f.name} ({_subject_label(f, target) or f.subject}):\n" + "\n".join("  " + x for x in f.lines)
+        for f in findings
+        if f.lines
+    ]
     return "\n".join(rows) + ("\n" + "\n".join(details) if details else "")
 
 
@@ -799,11 +1014,17 @@ def run_audit(args: argparse.Namespace) -> int:
     findings, tok = vocab_findings(target, say)
     vocab_seconds = time.perf_counter() - start
     timings: dict[str, float] = {}
-    dup = any(f.name == "duplicate_bytes" and f.subject == "artifact" and f.status == "fail" for f in findings)
+    dup = any(
+        f.name == "duplicate_bytes" and f.subject == "artifact" and f.status == "fail" for f in findings
+    )
     if tok is None:
         findings.append(skipped_unicode("the artifact's merge list is broken"))
     elif dup:
-        findings.append(skipped_unicode("the artifact has duplicate token bytes, which the exports cannot hold"))
+        findings.append(
+            skipped_unicode("the artifact has duplicate token bytes, which the exports cannot hold")
+        )
+    elif not args.backends:
+        findings.append(skipped_unicode("no backend selected (--backends none)"))
     else:
         unicode, timings = audit_unicode(tok, target.artifact, args.backends, say)
         findings.append(unicode)
@@ -811,19 +1032,30 @@ def run_audit(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - start
     print(render_human(findings, target))
     steps = ", ".join(f"{k} {v:.1f}s" for k, v in timings.items())
-    print(f"\naudit: {'FAIL' if code else 'PASS'} in {seconds:.1f}s (vocabulary {vocab_seconds:.1f}s"
-          f"{', unicode_tables: ' + steps if steps else ''})")
+    print(
+        f"\naudit: {'FAIL' if code else 'PASS'} in {seconds:.1f}s (vocabulary {vocab_seconds:.1f}s"
+        f"{', unicode_tables: ' + steps if steps else ''})"
+    )
     if args.json:
-        write_text_atomic(args.json, json.dumps(report(findings, target, tok, code), indent=2,
-                                                sort_keys=True, ensure_ascii=True) + "\n")
+        write_text_atomic(
+            args.json,
+            json.dumps(report(findings, target, tok, code), indent=2, sort_keys=True, ensure_ascii=True)
+            + "\n",
+        )
     return code
 
 
-def report(findings: Sequence[Finding], target: Target, tok: StackTokenizer | None, code: int) -> dict[str, Any]:
-    return {"verdict": "FAIL" if code else "PASS", "exit_code": code, "artifact": str(target.artifact),
-            "directory": None if target.directory is None else str(target.directory),
-            "fingerprint": tok.fingerprint if tok else None,
-            "findings": [f.to_json() for f in findings]}
+def report(
+    findings: Sequence[Finding], target: Target, tok: StackTokenizer | None, code: int
+) -> dict[str, Any]:
+    return {
+        "verdict": "FAIL" if code else "PASS",
+        "exit_code": code,
+        "artifact": str(target.artifact),
+        "directory": None if target.directory is None else str(target.directory),
+        "fingerprint": tok.fingerprint if tok else None,
+        "findings": [f.to_json() for f in findings],
+    }
 
 
 def _names(value: str) -> list[str]:
@@ -832,18 +1064,34 @@ def _names(value: str) -> list[str]:
         return []
     unknown = [n for n in names if n not in SCANNABLE]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown backend(s) {unknown}; choose from {', '.join(SCANNABLE)} or none")
+        raise argparse.ArgumentTypeError(
+            f"unknown backend(s) {unknown}; choose from {', '.join(SCANNABLE)} or none"
+        )
     return list(dict.fromkeys(names))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", nargs="?", type=Path, default=None, metavar="ARTIFACT_OR_DIR",
-                   help="artifact JSON, or a tokenizer directory (default: the shipped artifact)")
-    p.add_argument("--artifact", type=Path, default=None,
-                   help="with a directory: the artifact to audit too (default: the shipped one)")
+    p.add_argument(
+        "path",
+        nargs="?",
+        type=Path,
+        default=None,
+        metavar="ARTIFACT_OR_DIR",
+        help="artifact JSON, or a tokenizer directory (default: the shipped artifact)",
+    )
+    p.add_argument(
+        "--artifact",
+        type=Path,
+        default=None,
+        help="with a directory: the artifact to audit too (default: the shipped one)",
+    )
     p.add_argument("--json", type=Path, default=None, help="write the findings as JSON")
-    p.add_argument("--backends", type=_names, default=list(DEFAULT_BACKENDS),
-                   help=f"comma list for unicode_tables, or 'none' (default: {','.join(DEFAULT_BACKENDS)})")
+    p.add_argument(
+        "--backends",
+        type=_names,
+        default=list(DEFAULT_BACKENDS),
+        help=f"comma list for unicode_tables, or 'none' (default: {','.join(DEFAULT_BACKENDS)})",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
 

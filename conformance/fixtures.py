@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +197,11 @@ class FixtureSet:
     defaults: dict[str, str] = field(default_factory=dict)
     hashes: dict[str, str] = field(default_factory=dict)
 
+    def generator_seeds(self) -> list[str]:
+        """Seeds of generated probes (from their ``source``), for reproducible reports."""
+        found = (re.search(r"seed=(\d+)", p.source) for p in self.probes)
+        return sorted({m.group(1) for m in found if m})
+
     @classmethod
     def load(
         cls,
@@ -210,22 +216,30 @@ class FixtureSet:
         chat_files = [FIXTURES / "chats.jsonl"] if shipped else []
         for path in [*probe_files, *map(Path, probes)]:
             fs.probes += load_probes(path)
-            fs.hashes[str(path)] = sha256_file(path)
+            fs.hashes[_label(path)] = sha256_file(path)
         for path in map(Path, texts):
             fs.probes += text_probes(path)
-            fs.hashes[str(path)] = sha256_file(path)
+            fs.hashes[_label(path)] = sha256_file(path)
         for path in [*chat_files, *map(Path, chats)]:
             fs.chats += load_chats(path)
-            fs.hashes[str(path)] = sha256_file(path)
+            fs.hashes[_label(path)] = sha256_file(path)
         div = FIXTURES / "divergences.jsonl"
         if div.is_file():
             fs.divergences = load_divergences(div)
-            fs.hashes[str(div)] = sha256_file(div)
+            fs.hashes[_label(div)] = sha256_file(div)
         defaults = FIXTURES / "defaults.json"
         if defaults.is_file():
             fs.defaults = load_defaults(defaults)
         _check_unique(fs.probes)
         return fs
+
+
+def _label(path: Path) -> str:
+    """Shipped fixtures by repo-relative path (same on every machine), user files as given."""
+    try:
+        return str(Path(path).resolve().relative_to(FIXTURES.parent))
+    except ValueError:
+        return str(path)
 
 
 def _check_unique(probes: list[Probe]) -> None:

@@ -32,10 +32,12 @@ from .layout import Exports, LayoutError
 from .runner import CHECKS, BackendResult
 
 FIXES = {
-    "encode": "the export tokenizes differently: re-export with `stacktok export`, or declare a cited divergence",
+    "encode": "the export tokenizes differently: re-export with `stacktok export`, "
+    "or declare a cited divergence",
     "injection": "untrusted text produced a control token: use the backend's safe path (see README)",
     "trusted": "special tokens are not parsed at their ids: check added_tokens / token types",
-    "decode": "decoding reference ids does not give the original bytes: check the decoder and clean-up settings",
+    "decode": "decoding reference ids does not give the original bytes: "
+    "check the decoder and clean-up settings",
     "single_tokens": "some ids do not decode to their own bytes: the vocabulary differs",
     "default": "the backend's default handling of special strings changed: review before serving",
     "chat": "the chat template does not render what the model was trained on: use the exported template",
@@ -64,20 +66,39 @@ def _conformance_rows(results: Sequence[BackendResult]) -> list[Check]:
                 msg = f"{counts['fail']} failing, first: probe {first.probe}{where}: {first.detail}"
                 rows.append(Check(f"conformance.{check}", r.name, "fail", msg, FIXES[check]))
             elif counts["declared"]:
-                rows.append(Check(f"conformance.{check}", r.name, "declared",
-                                  f"{counts['declared']} declared divergence(s), {counts['pass']} pass", ""))
+                rows.append(
+                    Check(
+                        f"conformance.{check}",
+                        r.name,
+                        "declared",
+                        f"{counts['declared']} declared divergence(s), {counts['pass']} pass",
+                        "",
+                    )
+                )
             else:
                 rows.append(Check(f"conformance.{check}", r.name, "pass", f"{counts['pass']} pass", ""))
     return rows
 
 
 def _table(rows: Sequence[Check]) -> str:
-    mark = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "missing": "MISSING",
-            "declared": "DECLARED", "skip": "SKIP"}
+    mark = {
+        "pass": "PASS",
+        "fail": "FAIL",
+        "warn": "WARN",
+        "missing": "MISSING",
+        "declared": "DECLARED",
+        "skip": "SKIP",
+    }
     width = max((len(r.check) for r in rows), default=10)
     lines = [f"{'check':{width}s}  {'backend':20s} {'result':8s}  detail / fix"]
     for r in rows:
-        detail = r.message if r.status in ("pass", "declared") else f"{r.message} -> {r.fix}" if r.fix else r.message
+        detail = (
+            r.message
+            if r.status in ("pass", "declared")
+            else f"{r.message} -> {r.fix}"
+            if r.fix
+            else r.message
+        )
         lines.append(f"{r.check:{width}s}  {r.backend:20s} {mark[r.status]:8s}  {detail}")
     return "\n".join(lines)
 
@@ -85,13 +106,15 @@ def _table(rows: Sequence[Check]) -> str:
 def to_junit(rows: Sequence[Check], *, seconds: float) -> str:
     failures = sum(r.status == "fail" for r in rows)
     skipped = sum(r.status in ("missing", "skip") for r in rows)
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuites name="stacktok-gate" tests="{len(rows)}" failures="{failures}" time="{seconds:.2f}">',
-           f'  <testsuite name="stacktok-gate" tests="{len(rows)}" failures="{failures}" '
-           f'skipped="{skipped}" errors="0">']
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<testsuites name="stacktok-gate" tests="{len(rows)}" failures="{failures}" time="{seconds:.2f}">',
+        f'  <testsuite name="stacktok-gate" tests="{len(rows)}" failures="{failures}" '
+        f'skipped="{skipped}" errors="0">',
+    ]
     for r in rows:
         name = quoteattr(f"{r.check}[{r.backend}]")
-        out.append(f'    <testcase classname={quoteattr(r.check)} name={name}>')
+        out.append(f"    <testcase classname={quoteattr(r.check)} name={name}>")
         if r.status == "fail":
             out.append(f"      <failure message={quoteattr(r.message)}>{escape(r.fix)}</failure>")
         elif r.status in ("missing", "skip"):
@@ -104,13 +127,26 @@ def to_junit(rows: Sequence[Check], *, seconds: float) -> str:
 
 
 def to_markdown(rows: Sequence[Check], *, verdict: str, versions: dict[str, str]) -> str:
-    icon = {"pass": "✅ pass", "fail": "❌ fail", "warn": "⚠️ warn", "missing": "➖ missing",
-            "declared": "☑️ declared", "skip": "➖ skip"}
-    lines = [f"### Tokenizer release gate: {verdict}", "",
-             "Backends: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v), "",
-             "| check | backend | result | detail |", "|---|---|---|---|"]
+    icon = {
+        "pass": "✅ pass",
+        "fail": "❌ fail",
+        "warn": "⚠️ warn",
+        "missing": "➖ missing",
+        "declared": "☑️ declared",
+        "skip": "➖ skip",
+    }
+    lines = [
+        f"### Tokenizer release gate: {verdict}",
+        "",
+        "Backends: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v),
+        "",
+        "| check | backend | result | detail |",
+        "|---|---|---|---|",
+    ]
     for r in rows:
-        detail = (r.message + (f" — fix: {r.fix}" if r.fix and r.status == "fail" else "")).replace("|", "\\|")
+        detail = (r.message + (f" — fix: {r.fix}" if r.fix and r.status == "fail" else "")).replace(
+            "|", "\\|"
+        )
         lines.append(f"| {r.check} | {r.backend} | {icon[r.status]} | {detail} |")
     return "\n".join(lines) + "\n"
 
@@ -119,7 +155,9 @@ def _check_outputs(directory: Path, paths: Sequence[Path | None]) -> None:
     root = directory.resolve()
     for p in paths:
         if p is not None and (p.resolve() == root or root in p.resolve().parents):
-            raise GateUsageError(f"{p} is inside {directory}: the gate never writes into the directory it checks")
+            raise GateUsageError(
+                f"{p} is inside {directory}: the gate never writes into the directory it checks"
+            )
 
 
 def run_gate(args: argparse.Namespace) -> int:
@@ -133,8 +171,9 @@ def run_gate(args: argparse.Namespace) -> int:
         exports = Exports.discover(directory, artifact=artifact)
         if exports.hf_dir is None and exports.gguf is None and exports.tiktoken is None:
             raise GateUsageError(f"{directory} has no tokenizer.json, *.gguf or *.tiktoken to check")
-        fixtures = FixtureSet.load(probes=args.probes, chats=args.chats, texts=args.text,
-                                   shipped=not args.only_user_data)
+        fixtures = FixtureSet.load(
+            probes=args.probes, chats=args.chats, texts=args.text, shipped=not args.only_user_data
+        )
         if not fixtures.probes:
             raise GateUsageError("no probes to run: drop --only-user-data or pass --probes/--text")
     except (ArtifactError, LayoutError, FixtureError) as exc:
@@ -143,11 +182,22 @@ def run_gate(args: argparse.Namespace) -> int:
     rows = run_static(exports, ref)
     from .__main__ import run_suite
 
-    say(f"conformance: {len(fixtures.probes)} probes, {len(fixtures.chats)} chats, backends {','.join(args.backends)}")
+    say(
+        f"conformance: {len(fixtures.probes)} probes, {len(fixtures.chats)} chats, "
+        f"backends {','.join(args.backends)}"
+    )
     results, stale, _ = run_suite(exports, fixtures, args.backends, progress=say, workers=args.workers)
     rows += _conformance_rows(results)
-    rows += [Check("conformance.declarations", "files", "fail", f"stale declared divergence {s}",
-                   "remove or narrow it in fixtures/divergences.jsonl") for s in stale]
+    rows += [
+        Check(
+            "conformance.declarations",
+            "files",
+            "fail",
+            f"stale declared divergence {s}",
+            "remove or narrow it in fixtures/divergences.jsonl",
+        )
+        for s in stale
+    ]
     missing_required = [r.name for r in results if r.status == "missing" and r.name in args.require]
     seconds = time.perf_counter() - start
     failed = any(r.status == "fail" for r in rows)
@@ -159,10 +209,18 @@ def run_gate(args: argparse.Namespace) -> int:
     print(f"\nverdict: {verdict} in {seconds:.1f}s ({timing})")
     for name in missing_required:
         print(f"stacktok gate: error: required backend {name} is missing", file=sys.stderr)
-    doc = {"verdict": verdict, "exit_code": code, "directory": str(directory), "artifact": str(artifact),
-           "fingerprint": ref.fingerprint, "versions": versions, "fixtures": fixtures.hashes,
-           "timings": {r.name: r.seconds for r in results},
-           "checks": [r.__dict__ for r in rows]}
+    doc = {
+        "verdict": verdict,
+        "exit_code": code,
+        "directory": str(directory),
+        "artifact": str(artifact),
+        "fingerprint": ref.fingerprint,
+        "versions": versions,
+        "fixtures": fixtures.hashes,
+        "generator_seeds": fixtures.generator_seeds(),
+        "timings": {r.name: r.seconds for r in results},
+        "checks": [r.__dict__ for r in rows],
+    }
     if args.json:
         write_text_atomic(args.json, json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
     if args.junit:
@@ -184,15 +242,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", type=Path, help="the checkpoint or tokenizer directory to check")
     p.add_argument("--artifact", type=Path, default=None, help="frozen artifact (default: the shipped one)")
     p.add_argument("--probes", type=Path, action="append", default=[], help="extra probe JSONL (repeatable)")
-    p.add_argument("--text", type=Path, action="append", default=[], help="extra UTF-8 text file (repeatable)")
+    p.add_argument(
+        "--text", type=Path, action="append", default=[], help="extra UTF-8 text file (repeatable)"
+    )
     p.add_argument("--chats", type=Path, action="append", default=[], help="extra chats JSONL (repeatable)")
     p.add_argument("--backends", type=_names, default=list(REGISTRY), help="comma list (default: all)")
     p.add_argument("--require", type=_names, default=[], help="backends whose absence fails the gate")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--junit", type=Path, default=None)
     p.add_argument("--markdown", type=Path, default=None)
-    p.add_argument("--only-user-data", action="store_true",
-                   help="skip the shipped probes and chats; run only --probes/--text/--chats")
+    p.add_argument(
+        "--only-user-data",
+        action="store_true",
+        help="skip the shipped probes and chats; run only --probes/--text/--chats",
+    )
     p.add_argument("--workers", type=int, default=2, help="backends run in parallel (default 2)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 

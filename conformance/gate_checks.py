@@ -52,8 +52,13 @@ class _Ctx:
         self.dir = exports.hf_dir
         self.files: dict[str, Any] = {}
         if self.dir is not None:
-            for name in ("tokenizer.json", "tokenizer_config.json", "config.json",
-                         "generation_config.json", "special_tokens_map.json"):
+            for name in (
+                "tokenizer.json",
+                "tokenizer_config.json",
+                "config.json",
+                "generation_config.json",
+                "special_tokens_map.json",
+            ):
                 self.files[name] = _read_json(self.dir / name)
             jinja = self.dir / "chat_template.jinja"
             self.files["chat_template.jinja"] = jinja.read_text(encoding="utf-8") if jinja.is_file() else None
@@ -102,18 +107,34 @@ def check_provenance(ctx: _Ctx) -> list[Check]:
     cfg = ctx.get("tokenizer_config.json") or {}
     fp = cfg.get(FINGERPRINT_KEY) if isinstance(cfg, dict) else None
     if fp is None:
-        out.append(_c("provenance.fingerprint", False,
-                      "tokenizer_config.json has no stacktok_fingerprint; cannot tell which artifact it came from",
-                      "export with `stacktok export` (behavioural checks below still decide)", warn=True))
+        out.append(
+            _c(
+                "provenance.fingerprint",
+                False,
+                "tokenizer_config.json has no stacktok_fingerprint; cannot tell which artifact it came from",
+                "export with `stacktok export` (behavioural checks below still decide)",
+                warn=True,
+            )
+        )
     else:
-        out.append(_c("provenance.fingerprint", fp == ctx.ref.fingerprint,
-                      f"fingerprint {fp[:12]}... is not the artifact's {ctx.ref.fingerprint[:12]}...",
-                      "this directory was exported from a different artifact: re-export from the frozen one"))
+        out.append(
+            _c(
+                "provenance.fingerprint",
+                fp == ctx.ref.fingerprint,
+                f"fingerprint {fp[:12]}... is not the artifact's {ctx.ref.fingerprint[:12]}...",
+                "this directory was exported from a different artifact: re-export from the frozen one",
+            )
+        )
     if ctx.gguf and "__error__" not in ctx.gguf:
         gfp = ctx.gguf.get("stacktok.fingerprint", (None, ""))[0]
-        out.append(_c("provenance.gguf_fingerprint", gfp == ctx.ref.fingerprint,
-                      f"GGUF stacktok.fingerprint is {gfp!r:.20}, not the artifact's",
-                      "rebuild the GGUF with `stacktok export`"))
+        out.append(
+            _c(
+                "provenance.gguf_fingerprint",
+                gfp == ctx.ref.fingerprint,
+                f"GGUF stacktok.fingerprint is {gfp!r:.20}, not the artifact's",
+                "rebuild the GGUF with `stacktok export`",
+            )
+        )
     out.append(_files_identical(ctx))
     return out
 
@@ -126,14 +147,22 @@ def _files_identical(ctx: _Ctx) -> Check:
             if "-hf/" in rel:
                 present[rel.split("/", 1)[1]] = (ctx.dir / rel.split("/", 1)[1], data)
     if ctx.x.tiktoken:
-        present[ctx.x.tiktoken.name] = (ctx.x.tiktoken, next(v for k, v in expected.items() if k.endswith(".tiktoken")))
+        present[ctx.x.tiktoken.name] = (
+            ctx.x.tiktoken,
+            next(v for k, v in expected.items() if k.endswith(".tiktoken")),
+        )
     if ctx.x.gguf:
         present[ctx.x.gguf.name] = (ctx.x.gguf, next(v for k, v in expected.items() if k.endswith(".gguf")))
-    differ = [name for name, (path, data) in sorted(present.items())
-              if path.is_file() and path.read_bytes() != data]
-    return _c("provenance.files", not differ,
-              f"not byte-identical to `stacktok export`: {', '.join(differ)} (falling back to behavioural checks)",
-              "re-export, or rely on the behavioural checks if the edit was intended", warn=True)
+    differ = [
+        name for name, (path, data) in sorted(present.items()) if path.is_file() and path.read_bytes() != data
+    ]
+    return _c(
+        "provenance.files",
+        not differ,
+        f"not byte-identical to `stacktok export`: {', '.join(differ)} (falling back to behavioural checks)",
+        "re-export, or rely on the behavioural checks if the edit was intended",
+        warn=True,
+    )
 
 
 # ------------------------------------------------------------- checkpoint config
@@ -169,14 +198,21 @@ def _vocab_checks(ctx: _Ctx) -> list[Check]:
     v = cfg.get("vocab_size")
     if v is None and isinstance(cfg.get("text_config"), dict):
         v = cfg["text_config"].get("vocab_size")
-    return [_c("config.vocab_size", v == ctx.ref.vocab_size,
-               f"config.json vocab_size is {v}, the tokenizer has {ctx.ref.vocab_size} ids",
-               f"set vocab_size to {ctx.ref.vocab_size} (the embedding must cover every id)")]
+    return [
+        _c(
+            "config.vocab_size",
+            v == ctx.ref.vocab_size,
+            f"config.json vocab_size is {v}, the tokenizer has {ctx.ref.vocab_size} ids",
+            f"set vocab_size to {ctx.ref.vocab_size} (the embedding must cover every id)",
+        )
+    ]
 
 
 def _special_id_checks(ctx: _Ctx) -> list[Check]:
     bos, eos, pad, end = (ctx.ids[s] for s in ("<|bos|>", "<|eos|>", "<|pad|>", "<|end|>"))
-    tcfg, cfg, gen = (_ok_dict(ctx.get(n)) for n in ("tokenizer_config.json", "config.json", "generation_config.json"))
+    tcfg, cfg, gen = (
+        _ok_dict(ctx.get(n)) for n in ("tokenizer_config.json", "config.json", "generation_config.json")
+    )
     seen: dict[str, list[tuple[str, Any]]] = {"bos": [], "eos": [], "pad": []}
     for key in seen:
         if key + "_token" in tcfg:
@@ -192,19 +228,34 @@ def _special_id_checks(ctx: _Ctx) -> list[Check]:
     out = []
     for key, places in seen.items():
         bad = [(n, v) for n, v in places if not _id_in(v, want[key])]
-        out.append(_c(f"config.{key}_id", not bad,
-                      f"{key} id disagrees: " + ", ".join(f"{n}={v}" for n, v in bad),
-                      f"set every {key} id to {sorted(want[key])[0]} ({'<|' + key + '|>'})"))
+        out.append(
+            _c(
+                f"config.{key}_id",
+                not bad,
+                f"{key} id disagrees: " + ", ".join(f"{n}={v}" for n, v in bad),
+                f"set every {key} id to {sorted(want[key])[0]} ({'<|' + key + '|>'})",
+            )
+        )
     gen_eos = gen.get("eos_token_id")
     if gen:
         ids = set(gen_eos if isinstance(gen_eos, list) else [gen_eos])
-        out.append(_c("config.eos_stops_turns", {eos, end} <= ids,
-                      f"generation_config eos_token_id is {gen_eos}; serving will not stop at <|end|>",
-                      f"set generation_config.json eos_token_id to [{eos}, {end}] (vllm#4180)"))
+        out.append(
+            _c(
+                "config.eos_stops_turns",
+                {eos, end} <= ids,
+                f"generation_config eos_token_id is {gen_eos}; serving will not stop at <|end|>",
+                f"set generation_config.json eos_token_id to [{eos}, {end}] (vllm#4180)",
+            )
+        )
     pads = {v for k, v in seen.items() if k == "pad" for _, v in v}
-    out.append(_c("config.pad_not_eos", not (pads & {eos}),
-                  "pad id equals eos id: TRL masks eos out of the loss (TRL#1623)",
-                  f"use <|pad|> ({pad}) as the pad token"))
+    out.append(
+        _c(
+            "config.pad_not_eos",
+            not (pads & {eos}),
+            "pad id equals eos id: TRL masks eos out of the loss (TRL#1623)",
+            f"use <|pad|> ({pad}) as the pad token",
+        )
+    )
     return out
 
 
@@ -226,9 +277,15 @@ def _bos_checks(ctx: _Ctx) -> list[Check]:
             adders.append("GGUF tokenizer.ggml.add_bos_token")
         if ctx.gguf.get("tokenizer.ggml.pre", ("",))[0] in ("llama-bpe", "llama3"):
             adders.append("GGUF pre llama-bpe (llama.cpp forces add-BOS)")
-    return [_c("config.no_double_bos", not adders,
-               "BOS/EOS is added outside the chat template by: " + "; ".join(adders),
-               "the template already adds <|bos|>: set add_bos_token false, drop the post-processor (vLLM PR#16976)")]
+    return [
+        _c(
+            "config.no_double_bos",
+            not adders,
+            "BOS/EOS is added outside the chat template by: " + "; ".join(adders),
+            "the template already adds <|bos|>: set add_bos_token false, "
+            "drop the post-processor (vLLM PR#16976)",
+        )
+    ]
 
 
 def _post_adds_tokens(post: dict[str, Any]) -> bool:
@@ -246,56 +303,111 @@ def _tokenizer_json_checks(ctx: _Ctx) -> list[Check]:
         return []
     model = tj.get("model") or {}
     out = [
-        _c("config.pre_tokenizer", tj.get("pre_tokenizer") == pre_tokenizer_json(ctx.ref.pattern),
-           "pre_tokenizer is not Sequence[Split(artifact pattern, Isolated), ByteLevel(no prefix space, no regex)]",
-           "restore the exported pre_tokenizer"),
-        _c("config.decoder", tj.get("decoder") == DECODER_JSON, f"decoder is {tj.get('decoder')}",
-           "use the ByteLevel decoder"),
-        _c("config.normalizer", tj.get("normalizer") is None, f"normalizer {tj.get('normalizer')} rewrites input",
-           "set normalizer to null"),
-        _c("config.post_processor", tj.get("post_processor") is None,
-           f"post_processor {(tj.get('post_processor') or {}).get('type')} is set", "set post_processor to null"),
-        _c("config.bpe_model", model.get("type") == "BPE" and not model.get("ignore_merges")
-           and model.get("dropout") in (None, 0) and not model.get("byte_fallback"),
-           "model must be BPE with ignore_merges false, no dropout, no byte_fallback",
-           "restore the exported model section"),
+        _c(
+            "config.pre_tokenizer",
+            tj.get("pre_tokenizer") == pre_tokenizer_json(ctx.ref.pattern),
+            "pre_tokenizer is not Sequence[Split(artifact pattern, Isolated), "
+            "ByteLevel(no prefix space, no regex)]",
+            "restore the exported pre_tokenizer",
+        ),
+        _c(
+            "config.decoder",
+            tj.get("decoder") == DECODER_JSON,
+            f"decoder is {tj.get('decoder')}",
+            "use the ByteLevel decoder",
+        ),
+        _c(
+            "config.normalizer",
+            tj.get("normalizer") is None,
+            f"normalizer {tj.get('normalizer')} rewrites input",
+            "set normalizer to null",
+        ),
+        _c(
+            "config.post_processor",
+            tj.get("post_processor") is None,
+            f"post_processor {(tj.get('post_processor') or {}).get('type')} is set",
+            "set post_processor to null",
+        ),
+        _c(
+            "config.bpe_model",
+            model.get("type") == "BPE"
+            and not model.get("ignore_merges")
+            and model.get("dropout") in (None, 0)
+            and not model.get("byte_fallback"),
+            "model must be BPE with ignore_merges false, no dropout, no byte_fallback",
+            "restore the exported model section",
+        ),
     ]
     bad = []
     for t in tj.get("added_tokens", []):
-        if t.get("content") in ctx.ids and (not t.get("special") or t.get("normalized")
-                                             or t.get("lstrip") or t.get("rstrip")):
+        if t.get("content") in ctx.ids and (
+            not t.get("special") or t.get("normalized") or t.get("lstrip") or t.get("rstrip")
+        ):
             bad.append(t.get("content"))
         if t.get("content") in ctx.ids and t.get("id") != ctx.ids[t["content"]]:
             bad.append(f"{t.get('content')}@{t.get('id')}")
     missing = set(ctx.ids) - {t.get("content") for t in tj.get("added_tokens", [])}
-    out.append(_c("config.special_flags", not bad and not missing,
-                  f"special tokens with wrong id/flags: {bad}; missing: {sorted(missing)}",
-                  "specials must be added tokens with special=true, normalized/lstrip/rstrip false, at their ids"))
+    out.append(
+        _c(
+            "config.special_flags",
+            not bad and not missing,
+            f"special tokens with wrong id/flags: {bad}; missing: {sorted(missing)}",
+            "specials must be added tokens with special=true, normalized/lstrip/rstrip false, at their ids",
+        )
+    )
     return out
 
 
 def _tokenizer_config_checks(ctx: _Ctx) -> list[Check]:
     tcfg = _ok_dict(ctx.get("tokenizer_config.json"))
     if not tcfg:
-        return [_c("config.tokenizer_config", False, "tokenizer_config.json is missing",
-                   "export the directory with `stacktok export`")]
+        return [
+            _c(
+                "config.tokenizer_config",
+                False,
+                "tokenizer_config.json is missing",
+                "export the directory with `stacktok export`",
+            )
+        ]
     out = [
-        _c("config.clean_up_spaces", tcfg.get("clean_up_tokenization_spaces") is False,
-           f"clean_up_tokenization_spaces is {tcfg.get('clean_up_tokenization_spaces')!r}: decode rewrites 'x != y'",
-           "set clean_up_tokenization_spaces to false (transformers PR#44914)"),
-        _c("config.model_max_length", (tcfg.get("model_max_length") or 0) >= MIN_CONTEXT,
-           f"model_max_length {tcfg.get('model_max_length')} truncates below {MIN_CONTEXT}",
-           f"set model_max_length to at least {MIN_CONTEXT}"),
-        _c("config.loads_in_4x", tcfg.get("tokenizer_class") in CLASSES_4X
-           and not isinstance(tcfg.get("extra_special_tokens"), list),
-           f"tokenizer_class {tcfg.get('tokenizer_class')!r} / list extra_special_tokens only load in transformers 5.x",
-           "use tokenizer_class PreTrainedTokenizerFast and additional_special_tokens (transformers#47553)"),
+        _c(
+            "config.clean_up_spaces",
+            tcfg.get("clean_up_tokenization_spaces") is False,
+            f"clean_up_tokenization_spaces is {tcfg.get('clean_up_tokenization_spaces')!r}: "
+            "decode rewrites 'x != y'",
+            "set clean_up_tokenization_spaces to false (transformers PR#44914)",
+        ),
+        _c(
+            "config.model_max_length",
+            (tcfg.get("model_max_length") or 0) >= MIN_CONTEXT,
+            f"model_max_length {tcfg.get('model_max_length')} truncates below {MIN_CONTEXT}",
+            f"set model_max_length to at least {MIN_CONTEXT}",
+        ),
+        _c(
+            "config.loads_in_4x",
+            tcfg.get("tokenizer_class") in CLASSES_4X
+            and not isinstance(tcfg.get("extra_special_tokens"), list),
+            f"tokenizer_class {tcfg.get('tokenizer_class')!r} / list extra_special_tokens "
+            "only load in transformers 5.x",
+            "use tokenizer_class PreTrainedTokenizerFast and additional_special_tokens (transformers#47553)",
+        ),
     ]
     decoder = tcfg.get("added_tokens_decoder") or {}
-    bad = [v.get("content") for v in decoder.values() if isinstance(v, dict) and v.get("content") in ctx.ids
-           and (not v.get("special") or v.get("normalized") or v.get("lstrip") or v.get("rstrip"))]
-    out.append(_c("config.special_flags_config", not bad, f"added_tokens_decoder flags wrong for {bad}",
-                  "special=true, normalized/lstrip/rstrip false for every special"))
+    bad = [
+        v.get("content")
+        for v in decoder.values()
+        if isinstance(v, dict)
+        and v.get("content") in ctx.ids
+        and (not v.get("special") or v.get("normalized") or v.get("lstrip") or v.get("rstrip"))
+    ]
+    out.append(
+        _c(
+            "config.special_flags_config",
+            not bad,
+            f"added_tokens_decoder flags wrong for {bad}",
+            "special=true, normalized/lstrip/rstrip false for every special",
+        )
+    )
     return out
 
 
@@ -307,29 +419,54 @@ def check_chat_files(ctx: _Ctx) -> list[Check]:
     if inline is None and jinja is None:
         return [_c("chat.template_present", False, "no chat template", "export with `stacktok export`")]
     if inline is not None and jinja is not None:
-        out.append(_c("chat.template_files_agree", inline == jinja,
-                      "tokenizer_config.json chat_template and chat_template.jinja differ",
-                      "make both the exported template (transformers prefers the .jinja file)"))
+        out.append(
+            _c(
+                "chat.template_files_agree",
+                inline == jinja,
+                "tokenizer_config.json chat_template and chat_template.jinja differ",
+                "make both the exported template (transformers prefers the .jinja file)",
+            )
+        )
     template = jinja if jinja is not None else inline
-    has_gen = isinstance(template, str) and "{% generation %}" in template.replace("{%-", "{%").replace("-%}", "%}")
-    out.append(_c("chat.generation_markers", has_gen,
-                  "template has no {% generation %} markers: assistant-only loss trains on nothing (TRL PR#4201)",
-                  "wrap assistant content and <|end|> in {% generation %}...{% endgeneration %}"))
+    has_gen = isinstance(template, str) and "{% generation %}" in template.replace("{%-", "{%").replace(
+        "-%}", "%}"
+    )
+    out.append(
+        _c(
+            "chat.generation_markers",
+            has_gen,
+            "template has no {% generation %} markers: assistant-only loss trains on nothing (TRL PR#4201)",
+            "wrap assistant content and <|end|> in {% generation %}...{% endgeneration %}",
+        )
+    )
     if ctx.gguf and "__error__" not in ctx.gguf:
         gt = ctx.gguf.get("tokenizer.chat_template", (None,))[0]
-        out.append(_c("gguf.chat_template", gt == template, "GGUF chat template differs from the HF one",
-                      "rebuild the GGUF with `stacktok export`"))
+        out.append(
+            _c(
+                "gguf.chat_template",
+                gt == template,
+                "GGUF chat template differs from the HF one",
+                "rebuild the GGUF with `stacktok export`",
+            )
+        )
     return out
 
 
 # ------------------------------------------------------------------------ gguf
 _GGUF_TYPES = {
-    "general.architecture": "STRING", "tokenizer.ggml.model": "STRING", "tokenizer.ggml.pre": "STRING",
-    "tokenizer.ggml.tokens": "ARRAY[STRING]", "tokenizer.ggml.token_type": "ARRAY[INT32]",
-    "tokenizer.ggml.merges": "ARRAY[STRING]", "tokenizer.ggml.bos_token_id": "UINT32",
-    "tokenizer.ggml.eos_token_id": "UINT32", "tokenizer.ggml.padding_token_id": "UINT32",
-    "tokenizer.ggml.eot_token_id": "UINT32", "tokenizer.ggml.add_bos_token": "BOOL",
-    "tokenizer.ggml.add_eos_token": "BOOL", "tokenizer.chat_template": "STRING",
+    "general.architecture": "STRING",
+    "tokenizer.ggml.model": "STRING",
+    "tokenizer.ggml.pre": "STRING",
+    "tokenizer.ggml.tokens": "ARRAY[STRING]",
+    "tokenizer.ggml.token_type": "ARRAY[INT32]",
+    "tokenizer.ggml.merges": "ARRAY[STRING]",
+    "tokenizer.ggml.bos_token_id": "UINT32",
+    "tokenizer.ggml.eos_token_id": "UINT32",
+    "tokenizer.ggml.padding_token_id": "UINT32",
+    "tokenizer.ggml.eot_token_id": "UINT32",
+    "tokenizer.ggml.add_bos_token": "BOOL",
+    "tokenizer.ggml.add_eos_token": "BOOL",
+    "tokenizer.chat_template": "STRING",
 }
 
 
@@ -339,8 +476,11 @@ def check_gguf(ctx: _Ctx) -> list[Check]:
         return []
     if "__error__" in g:
         return [_c("gguf.readable", False, g["__error__"], "re-export the GGUF with `stacktok export`")]
-    wrong = [f"{k}: {g[k][1] if k in g else 'missing'} (want {t})" for k, t in _GGUF_TYPES.items()
-             if k not in g or g[k][1] != t]
+    wrong = [
+        f"{k}: {g[k][1] if k in g else 'missing'} (want {t})"
+        for k, t in _GGUF_TYPES.items()
+        if k not in g or g[k][1] != t
+    ]
     ref, ids = ctx.ref, ctx.ids
     val = {k: v for k, (v, _) in g.items()}
     types = val.get("tokenizer.ggml.token_type") or []
@@ -350,27 +490,61 @@ def check_gguf(ctx: _Ctx) -> list[Check]:
 
     return [
         _c("gguf.metadata_types", not wrong, "; ".join(wrong[:4]), "rebuild the GGUF with `stacktok export`"),
-        _c("gguf.model", val.get("general.architecture") == "llama" and val.get("tokenizer.ggml.model") == "gpt2",
-           "architecture/tokenizer model must be llama/gpt2", "rebuild the GGUF"),
-        _c("gguf.pre", val.get("tokenizer.ggml.pre") in GOOD_GGUF_PRE,
-           f"tokenizer.ggml.pre is {val.get('tokenizer.ggml.pre')!r}: "
-           + ("llama-bpe also turns on ignore_merges and add-BOS" if val.get("tokenizer.ggml.pre") in ("llama-bpe", "llama3")
-              else "that name selects a different split regex"),
-           f"set tokenizer.ggml.pre to {GOOD_GGUF_PRE[0]!r}"),
-        _c("gguf.vocab", len(val.get("tokenizer.ggml.tokens") or []) == ref.vocab_size,
-           f"{len(val.get('tokenizer.ggml.tokens') or [])} tokens, want {ref.vocab_size}", "rebuild the GGUF"),
-        _c("gguf.token_types", list(types) == want_types,
-           "token types wrong: specials must be CONTROL (3), others NORMAL (1); USER_DEFINED is parsed in untrusted text",
-           "rebuild the GGUF with `stacktok export`"),
-        _c("gguf.merges", list(val.get("tokenizer.ggml.merges") or []) == merge_strings(ref),
-           "merges differ from the artifact's (count or rank order)", "rebuild the GGUF"),
-        _c("gguf.special_ids", (val.get("tokenizer.ggml.bos_token_id"), val.get("tokenizer.ggml.eos_token_id"),
-                                val.get("tokenizer.ggml.padding_token_id"), val.get("tokenizer.ggml.eot_token_id"))
-           == (ids["<|bos|>"], ids["<|eos|>"], ids["<|pad|>"], ids["<|end|>"]),
-           "bos/eos/pad/eot ids differ from the artifact's", "rebuild the GGUF"),
-        _c("gguf.add_bos", val.get("tokenizer.ggml.add_bos_token") is False
-           and val.get("tokenizer.ggml.add_eos_token") is False,
-           "GGUF adds BOS/EOS: the template already adds <|bos|>", "set add_bos_token/add_eos_token false"),
+        _c(
+            "gguf.model",
+            val.get("general.architecture") == "llama" and val.get("tokenizer.ggml.model") == "gpt2",
+            "architecture/tokenizer model must be llama/gpt2",
+            "rebuild the GGUF",
+        ),
+        _c(
+            "gguf.pre",
+            val.get("tokenizer.ggml.pre") in GOOD_GGUF_PRE,
+            f"tokenizer.ggml.pre is {val.get('tokenizer.ggml.pre')!r}: "
+            + (
+                "llama-bpe also turns on ignore_merges and add-BOS"
+                if val.get("tokenizer.ggml.pre") in ("llama-bpe", "llama3")
+                else "that name selects a different split regex"
+            ),
+            f"set tokenizer.ggml.pre to {GOOD_GGUF_PRE[0]!r}",
+        ),
+        _c(
+            "gguf.vocab",
+            len(val.get("tokenizer.ggml.tokens") or []) == ref.vocab_size,
+            f"{len(val.get('tokenizer.ggml.tokens') or [])} tokens, want {ref.vocab_size}",
+            "rebuild the GGUF",
+        ),
+        _c(
+            "gguf.token_types",
+            list(types) == want_types,
+            "token types wrong: specials must be CONTROL (3), others NORMAL (1); "
+            "USER_DEFINED is parsed in untrusted text",
+            "rebuild the GGUF with `stacktok export`",
+        ),
+        _c(
+            "gguf.merges",
+            list(val.get("tokenizer.ggml.merges") or []) == merge_strings(ref),
+            "merges differ from the artifact's (count or rank order)",
+            "rebuild the GGUF",
+        ),
+        _c(
+            "gguf.special_ids",
+            (
+                val.get("tokenizer.ggml.bos_token_id"),
+                val.get("tokenizer.ggml.eos_token_id"),
+                val.get("tokenizer.ggml.padding_token_id"),
+                val.get("tokenizer.ggml.eot_token_id"),
+            )
+            == (ids["<|bos|>"], ids["<|eos|>"], ids["<|pad|>"], ids["<|end|>"]),
+            "bos/eos/pad/eot ids differ from the artifact's",
+            "rebuild the GGUF",
+        ),
+        _c(
+            "gguf.add_bos",
+            val.get("tokenizer.ggml.add_bos_token") is False
+            and val.get("tokenizer.ggml.add_eos_token") is False,
+            "GGUF adds BOS/EOS: the template already adds <|bos|>",
+            "set add_bos_token/add_eos_token false",
+        ),
     ]
 
 
@@ -383,20 +557,40 @@ def check_gguf_eog(exports: Exports, ref: StackTokenizer) -> list[Check]:
 
         lt = LlamaCppTokenizer(exports.gguf)
     except ImportError:
-        return [Check("gguf.eog", "llama.cpp", "missing", "llama-cpp-python is not installed",
-                      "pip install 'stacktok[llama]'")]
+        return [
+            Check(
+                "gguf.eog",
+                "llama.cpp",
+                "missing",
+                "llama-cpp-python is not installed",
+                "pip install 'stacktok[llama]'",
+            )
+        ]
     except Exception as exc:  # llama.cpp refusing the file is a finding
-        return [Check("gguf.eog", "llama.cpp", "fail", f"llama.cpp cannot load the GGUF ({exc})", "rebuild the GGUF")]
+        return [
+            Check(
+                "gguf.eog", "llama.cpp", "fail", f"llama.cpp cannot load the GGUF ({exc})", "rebuild the GGUF"
+            )
+        ]
     eog = {i for i in range(ref.vocab_size) if lt.is_eog(i)}
     want = {ref.special_to_id["<|eos|>"], ref.special_to_id["<|end|>"]}
     ok = eog == want
-    return [Check("gguf.eog", "llama.cpp", "pass" if ok else "fail",
-                  "ok" if ok else f"llama.cpp stops on {sorted(eog)}, want {sorted(want)}",
-                  "" if ok else "set eos=<|eos|>, eot=<|end|> and make no other special EOG")]
+    return [
+        Check(
+            "gguf.eog",
+            "llama.cpp",
+            "pass" if ok else "fail",
+            "ok" if ok else f"llama.cpp stops on {sorted(eog)}, want {sorted(want)}",
+            "" if ok else "set eos=<|eos|>, eot=<|end|> and make no other special EOG",
+        )
+    ]
 
 
 STATIC_CHECKS: tuple[Callable[[_Ctx], list[Check]], ...] = (
-    check_provenance, check_config, check_chat_files, check_gguf,
+    check_provenance,
+    check_config,
+    check_chat_files,
+    check_gguf,
 )
 
 

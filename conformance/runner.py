@@ -79,8 +79,13 @@ def first_window(ref: Sequence[int], got: Sequence[int], tok: StackTokenizer) ->
     def side(ids: Sequence[int]) -> list[list[Any]]:
         return [[i, _bytes_repr(tok, i)] for i in ids[lo : pos + 4]]
 
-    return {"position": pos, "reference": side(ref), "backend": side(got),
-            "reference_len": len(ref), "backend_len": len(got)}
+    return {
+        "position": pos,
+        "reference": side(ref),
+        "backend": side(got),
+        "reference_len": len(ref),
+        "backend_len": len(got),
+    }
 
 
 def _bytes_repr(tok: StackTokenizer, token_id: int) -> str:
@@ -93,7 +98,9 @@ def _bytes_repr(tok: StackTokenizer, token_id: int) -> str:
 class Runner:
     """Compare one backend with the reference over a fixture set."""
 
-    def __init__(self, ref: StackTokenizer, fixtures: FixtureSet, *, progress: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, ref: StackTokenizer, fixtures: FixtureSet, *, progress: Callable[[str], None] | None = None
+    ) -> None:
         self.ref = ref
         self.fx = fixtures
         self.first_special = min(ref.special_to_id.values())
@@ -101,8 +108,7 @@ class Runner:
         self.progress = progress or (lambda msg: None)
         self._ref_untrusted = {p.id: ref.encode(p.text) for p in fixtures.probes}
         self._ref_trusted = {
-            p.id: ref.encode(p.text, allowed_special="all")
-            for p in fixtures.probes if self._wants_trusted(p)
+            p.id: ref.encode(p.text, allowed_special="all") for p in fixtures.probes if self._wants_trusted(p)
         }
 
     def _wants_trusted(self, probe: Probe) -> bool:
@@ -115,8 +121,16 @@ class Runner:
                 return d
         return None
 
-    def _record(self, res: BackendResult, backend: Backend, check: str, probe: Probe,
-                ok: bool, detail: str = "", window: dict[str, Any] | None = None) -> bool:
+    def _record(
+        self,
+        res: BackendResult,
+        backend: Backend,
+        check: str,
+        probe: Probe,
+        ok: bool,
+        detail: str = "",
+        window: dict[str, Any] | None = None,
+    ) -> bool:
         """Tally one outcome; return True if it is an undeclared failure."""
         if ok:
             res.tally(check, "pass")
@@ -169,8 +183,14 @@ class Runner:
             bad |= self._record(res, backend, "encode", probe, ok, err or "ids differ", window)
             if err is None:
                 leaked = [i for i in got if i >= self.first_special]
-                bad |= self._record(res, backend, "injection", probe, not leaked,
-                                    f"special ids {leaked[:5]} from untrusted text")
+                bad |= self._record(
+                    res,
+                    backend,
+                    "injection",
+                    probe,
+                    not leaked,
+                    f"special ids {leaked[:5]} from untrusted text",
+                )
         if Capability.TRUSTED in caps and probe.id in self._ref_trusted:
             want = self._ref_trusted[probe.id]
             got, err = self._safe(lambda: backend.encode(probe.text, allow_special=True))
@@ -199,13 +219,20 @@ class Runner:
             return self._record(res, backend, "stream", probe, False, err)
         joined = "".join(pieces)
         if joined != probe.text:
-            return self._record(res, backend, "stream", probe, False,
-                                f"pieces join to {len(joined)} chars, want {len(probe.text)}")
+            return self._record(
+                res,
+                backend,
+                "stream",
+                probe,
+                False,
+                f"pieces join to {len(joined)} chars, want {len(probe.text)}",
+            )
         if "\ufffd" not in probe.text:
             broken = [i for i, p in enumerate(pieces) if "\ufffd" in p]
             if broken:
-                return self._record(res, backend, "stream", probe, False,
-                                    f"U+FFFD emitted mid-character at token {broken[0]}")
+                return self._record(
+                    res, backend, "stream", probe, False, f"U+FFFD emitted mid-character at token {broken[0]}"
+                )
         return self._record(res, backend, "stream", probe, True)
 
     def _single_tokens(self, res: BackendResult, backend: Backend) -> None:
@@ -216,7 +243,7 @@ class Runner:
             want = self.ref.decode_bytes([i])
             if not exact:
                 want = want.decode("utf-8", errors="replace").encode("utf-8")
-            got, err = self._safe(lambda: backend.decode_bytes([i]))
+            got, err = self._safe(lambda i=i: backend.decode_bytes([i]))
             if err or got != want:
                 bad_ids.append(i)
         detail = f"{len(bad_ids)} ids decode wrongly, first {bad_ids[:10]}"
@@ -235,8 +262,14 @@ class Runner:
         probe = Probe("default:injection", "default", INJECTION_TEXT)
         ok = expected is None or expected == behaviour
         why = f" ({err})" if err else ""
-        self._record(res, backend, "default", probe, ok,
-                     f"default behaviour changed: expected {expected}, now {behaviour}{why}")
+        self._record(
+            res,
+            backend,
+            "default",
+            probe,
+            ok,
+            f"default behaviour changed: expected {expected}, now {behaviour}{why}",
+        )
 
     def _chat(self, res: BackendResult, backend: Backend, chat: Chat) -> None:
         probe = Probe(chat.id, "chat", "")
@@ -275,8 +308,15 @@ class Runner:
         for d in self.fx.divergences:
             if d.backend not in ran or d.id in used:
                 continue
-            covered = any(d.covers(backend=d.backend, version=ran[d.backend], check=d.check if d.check != "*" else "encode", probe=p)
-                          for p in self.fx.probes)
+            covered = any(
+                d.covers(
+                    backend=d.backend,
+                    version=ran[d.backend],
+                    check=d.check if d.check != "*" else "encode",
+                    probe=p,
+                )
+                for p in self.fx.probes
+            )
             if covered:
                 stale.append(d.id)
         return stale
@@ -286,4 +326,4 @@ def _diff_bytes(want: bytes, got: bytes | None) -> str:
     if got is None:
         return "no output"
     pos = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
-    return f"bytes differ at offset {pos}: want {want[pos:pos + 12]!r}, got {got[pos:pos + 12]!r}"
+    return f"bytes differ at offset {pos}: want {want[pos : pos + 12]!r}, got {got[pos : pos + 12]!r}"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:

@@ -296,9 +296,7 @@ class StackTokenizer:
         try:
             if ids and (min(ids) < 0 or max(ids) >= len(table)):
                 bad = next(i for i in ids if not 0 <= i < len(table))
-                raise ValueError(
-                    f"token id {bad} is out of range: valid ids are 0..{len(table) - 1}"
-                )
+                raise ValueError(f"token id {bad} is out of range: valid ids are 0..{len(table) - 1}")
             return b"".join([table[i] for i in ids])
         except TypeError:
             bad = next(i for i in ids if not isinstance(i, int))
@@ -314,9 +312,7 @@ class StackTokenizer:
         _artifact.save(self, path)
 
     @classmethod
-    def load(
-        cls, path: str | os.PathLike[str], *, allow_engine_mismatch: bool = False
-    ) -> StackTokenizer:
+    def load(cls, path: str | os.PathLike[str], *, allow_engine_mismatch: bool = False) -> StackTokenizer:
         """Load and validate an artifact; ``ArtifactError`` names any problem."""
         return _artifact.load(cls, path, allow_engine_mismatch=allow_engine_mismatch)
 

@@ -81,9 +81,7 @@ def _check_message(i: int, m: object, prev: str | None) -> tuple[str, str]:
     if prev not in _MAY_FOLLOW[role]:
         after = "the start" if prev is None else f"role {prev!r}"
         allowed = ", ".join("the start" if r is None else r for r in _MAY_FOLLOW[role])
-        raise ChatFormatError(
-            f"message {i}: role {role!r} cannot follow {after}; it may follow: {allowed}"
-        )
+        raise ChatFormatError(f"message {i}: role {role!r} cannot follow {after}; it may follow: {allowed}")
     return role, content
 
 

@@ -22,8 +22,8 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, Iterable, Iterator
 
 from .pretokenize import compile_pattern
 
@@ -214,9 +214,7 @@ class ProgressBar:
         width = 30
         filled = int(width * done / max(total, 1))
         bar = "#" * filled + "-" * (width - filled)
-        self.stream.write(
-            f"\r[{bar}] {done:,}/{total:,} merges  {rate:,.0f} merges/s  ETA {eta:5.1f}s"
-        )
+        self.stream.write(f"\r[{bar}] {done:,}/{total:,} merges  {rate:,.0f} merges/s  ETA {eta:5.1f}s")
         if done >= total:
             self.stream.write("\n")
         self.stream.flush()

@@ -133,9 +133,7 @@ def test_vllm_untrusted_encode_matches_reference(vllm_backend, shipped_tok, text
 
 
 @pytest.mark.parametrize("text", SPECIAL_TEXTS, ids=range(len(SPECIAL_TEXTS)))
-def test_vllm_trusted_encode_parses_specials_like_reference(
-    vllm_backend, shipped_tok, text
-) -> None:
+def test_vllm_trusted_encode_parses_specials_like_reference(vllm_backend, shipped_tok, text) -> None:
     want = shipped_tok.encode(text, allowed_special="all")
     assert vllm_backend.encode(text, allow_special=True) == want
     assert _specials(shipped_tok, want)
@@ -153,9 +151,7 @@ def test_vllm_default_tokenize_is_unsafe(vllm_backend, shipped_tok) -> None:
 def test_vllm_decode_is_exact_on_reference_ids(vllm_backend, shipped_tok, text) -> None:
     assert vllm_backend.decode_bytes(shipped_tok.encode(text)) == text.encode("utf-8")
     trusted = shipped_tok.encode(text, allowed_special="all")
-    assert vllm_backend.decode_bytes(trusted) == text.encode(
-        "utf-8"
-    )  # specials decode as their text
+    assert vllm_backend.decode_bytes(trusted) == text.encode("utf-8")  # specials decode as their text
 
 
 def test_vllm_decode_of_a_partial_character_is_lossy(vllm_backend, shipped_tok) -> None:
@@ -192,9 +188,7 @@ def test_vllm_chat_parses_specials_in_content(vllm_backend, shipped_tok) -> None
 
 
 @pytest.mark.parametrize("text", STREAM_TEXTS, ids=range(len(STREAM_TEXTS)))
-def test_vllm_stream_concatenates_without_broken_characters(
-    vllm_backend, shipped_tok, text
-) -> None:
+def test_vllm_stream_concatenates_without_broken_characters(vllm_backend, shipped_tok, text) -> None:
     for ids in (shipped_tok.encode(text), shipped_tok.encode(text, allowed_special="all")):
         pieces = vllm_backend.stream(ids)
         assert len(pieces) == len(ids) + 1  # one delta per token, then the final flush
@@ -218,9 +212,7 @@ def test_vllm_stream_holds_back_partial_characters(vllm_backend, shipped_tok) ->
     "at the end of a stream is lost (conformance probe edge-hand-0012)",
 )
 @pytest.mark.parametrize("text", ["a\ufffd", "\ufffd replacement char \ufffd", "\ufffd"])
-def test_vllm_stream_keeps_a_genuine_trailing_replacement_character(
-    vllm_backend, shipped_tok, text
-) -> None:
+def test_vllm_stream_keeps_a_genuine_trailing_replacement_character(vllm_backend, shipped_tok, text) -> None:
     assert "".join(vllm_backend.stream(shipped_tok.encode(text))) == text
 
 
@@ -238,9 +230,7 @@ def test_trl_declares_chat_only(trl_backend) -> None:
 
 
 @pytest.mark.parametrize("name", list(CONVERSATIONS))
-def test_trl_prepared_ids_and_mask_match_render_conversation(
-    trl_backend, shipped_tok, name
-) -> None:
+def test_trl_prepared_ids_and_mask_match_render_conversation(trl_backend, shipped_tok, name) -> None:
     messages = CONVERSATIONS[name]
     ids, mask = trl_backend.chat(messages, add_generation_prompt=False)
     want_ids, want_mask = render_conversation(messages, shipped_tok)

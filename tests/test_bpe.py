@@ -80,9 +80,7 @@ def naive_merges(text: str, num_merges: int) -> list[tuple[int, int]]:
     return merges
 
 
-corpus_text = st.text(
-    alphabet=st.sampled_from(list("aaabbbccd   ,.'\n0123é")), min_size=0, max_size=400
-)
+corpus_text = st.text(alphabet=st.sampled_from(list("aaabbbccd   ,.'\n0123é")), min_size=0, max_size=400)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -26,8 +26,20 @@ def test_layout_and_mask(shipped_tok: StackTokenizer) -> None:
     assert masked == shipped_tok.encode("11 °C.") + [sid("<|end|>")]
     # Role markers appear in order.
     markers = [i for i in ids if i >= 32759]
-    expect = ["<|bos|>", "<|system|>", "<|end|>", "<|user|>", "<|end|>", "<|tool_call|>",
-              "<|end|>", "<|tool_result|>", "<|end|>", "<|assistant|>", "<|end|>", "<|eos|>"]
+    expect = [
+        "<|bos|>",
+        "<|system|>",
+        "<|end|>",
+        "<|user|>",
+        "<|end|>",
+        "<|tool_call|>",
+        "<|end|>",
+        "<|tool_result|>",
+        "<|end|>",
+        "<|assistant|>",
+        "<|end|>",
+        "<|eos|>",
+    ]
     assert markers == [sid(s) for s in expect]
 
 
@@ -51,11 +63,15 @@ def test_special_strings_in_content_stay_bytes(shipped_tok: StackTokenizer) -> N
         ([], "at least one message"),
         ([{"role": "robot", "content": "x"}], "message 0 has unknown role 'robot'"),
         ([{"role": "user", "content": None}], "message 0 \\(user\\) content is NoneType"),
-        ([{"role": "user", "content": "a"}, {"role": "system", "content": "b"}],
-         "message 1: role 'system' cannot follow role 'user'"),
+        (
+            [{"role": "user", "content": "a"}, {"role": "system", "content": "b"}],
+            "message 1: role 'system' cannot follow role 'user'",
+        ),
         ([{"role": "assistant", "content": "hi"}], "message 0: role 'assistant' cannot follow the start"),
-        ([{"role": "user", "content": "a"}, {"role": "tool_result", "content": "b"}],
-         "message 1: role 'tool_result' cannot follow role 'user'"),
+        (
+            [{"role": "user", "content": "a"}, {"role": "tool_result", "content": "b"}],
+            "message 1: role 'tool_result' cannot follow role 'user'",
+        ),
         (["hello"], "message 0 is str"),
     ],
 )

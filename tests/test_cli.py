@@ -60,8 +60,18 @@ def test_train_small(tmp_path: Path) -> None:
 
 def test_train_from_stdin_with_budget(tmp_path: Path) -> None:
     out = tmp_path / "t.json"
-    res = run("train", "-", "--vocab-size", "300", "--max-bytes", "1000", "--out", str(out), "--quiet",
-              stdin="abc abd " * 10_000)
+    res = run(
+        "train",
+        "-",
+        "--vocab-size",
+        "300",
+        "--max-bytes",
+        "1000",
+        "--out",
+        str(out),
+        "--quiet",
+        stdin="abc abd " * 10_000,
+    )
     assert res.returncode == 0, res.stderr
 
 

@@ -48,7 +48,9 @@ def test_adapters_implement_the_protocol(exports: Exports, name: str) -> None:
     assert backend.name == name and backend.version
     assert Capability.ENCODE in backend.capabilities
     text = "Hello <|user|> wörld 👍"
-    assert backend.encode(text, allow_special=False) == load_backend("reference", exports).encode(text, allow_special=False)
+    assert backend.encode(text, allow_special=False) == load_backend("reference", exports).encode(
+        text, allow_special=False
+    )
 
 
 def test_unknown_backend_is_a_usage_error(exports: Exports) -> None:
@@ -146,13 +148,30 @@ def test_probe_file_errors_name_the_line(tmp_path: Path) -> None:
 def test_cli_exit_codes(tmp_path: Path) -> None:
     probes = tmp_path / "p.jsonl"
     probes.write_text(json.dumps({"id": "x", "category": "c", "text": "hello world"}) + "\n")
-    assert conformance_main([str(SHIPPED_HF), "--backends", "reference,tokenizers", "--quiet",
-                             "--probes", str(probes)]) == 0
+    assert (
+        conformance_main(
+            [str(SHIPPED_HF), "--backends", "reference,tokenizers", "--quiet", "--probes", str(probes)]
+        )
+        == 0
+    )
     assert conformance_main([str(tmp_path / "nope"), "--quiet"]) == 2
     bad = tmp_path / "bad-hf"
     _corrupt_one_merge(SHIPPED_HF, bad)
-    assert conformance_main([str(bad), "--artifact", str(SHIPPED), "--backends", "reference,tokenizers",
-                             "--quiet", "--probes", str(probes)]) == 1
+    assert (
+        conformance_main(
+            [
+                str(bad),
+                "--artifact",
+                str(SHIPPED),
+                "--backends",
+                "reference,tokenizers",
+                "--quiet",
+                "--probes",
+                str(probes),
+            ]
+        )
+        == 1
+    )
 
 
 def test_registry_names_are_the_documented_ones() -> None:

@@ -83,8 +83,17 @@ def test_interrupted_export_leaves_previous_output(copy: Path, small_tok, monkey
 
 
 def test_cli_check_exit_codes(copy: Path) -> None:
-    cmd = [sys.executable, "-m", "stacktok_export.cli", "export", "--check",
-           "--artifact", str(copy / "stack100m-32768.json"), "--out", str(copy)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "stacktok_export.cli",
+        "export",
+        "--check",
+        "--artifact",
+        str(copy / "stack100m-32768.json"),
+        "--out",
+        str(copy),
+    ]
     ok = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     (copy / "stack100m-32768.tiktoken").write_text("YQ== 0\n")

@@ -78,9 +78,7 @@ def _open_case(tok: StackTokenizer, directory: Path) -> Case:
 
 
 @pytest.fixture(scope="module", params=TOKENIZERS)
-def case(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Case]:
+def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Case]:
     tok = request.getfixturevalue(request.param)
     opened = _open_case(tok, tmp_path_factory.mktemp(request.param))
     yield opened
@@ -214,9 +212,7 @@ def _window(got: list[int], want: list[int]) -> str:
 
 
 def assert_same_ids(texts: list[str], got: list[list[int]], want: list[list[int]]) -> None:
-    bad = [
-        f"{t[:60]!r}: {_window(g, w)}" for t, g, w in zip(texts, got, want, strict=True) if g != w
-    ]
+    bad = [f"{t[:60]!r}: {_window(g, w)}" for t, g, w in zip(texts, got, want, strict=True) if g != w]
     assert not bad, f"{len(bad)}/{len(texts)} strings differ:\n" + "\n".join(bad[:20])
 
 

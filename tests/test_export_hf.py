@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,7 @@ from stacktok_export import SPECIAL_TOKENS, StackTokenizer
 from stacktok_export.chat import render_conversation
 from stacktok_export.export.hf import to_hf_tokenizer, to_transformers
 
-from .conftest import PROBE, SHIPPED_HF
+from .conftest import SHIPPED_HF
 from .strings import HARD_STRINGS, heldout_slice
 
 tokenizers = pytest.importorskip("tokenizers", reason="pip install .[hf]")

@@ -24,12 +24,24 @@ from .strings import HARD_STRINGS
 
 FAST = "reference,tiktoken,tokenizers,transformers-reload,llama.cpp"
 CHATS = [
-    {"id": "c-sys", "add_generation_prompt": False, "messages": [
-        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"},
-        {"role": "assistant", "content": "4"}]},
-    {"id": "c-tool", "add_generation_prompt": True, "messages": [
-        {"role": "user", "content": "weather?"}, {"role": "tool_call", "content": "{\"city\": \"Oslo\"}"},
-        {"role": "tool_result", "content": "{\"c\": -3}"}]},
+    {
+        "id": "c-sys",
+        "add_generation_prompt": False,
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "2+2?"},
+            {"role": "assistant", "content": "4"},
+        ],
+    },
+    {
+        "id": "c-tool",
+        "add_generation_prompt": True,
+        "messages": [
+            {"role": "user", "content": "weather?"},
+            {"role": "tool_call", "content": '{"city": "Oslo"}'},
+            {"role": "tool_result", "content": '{"c": -3}'},
+        ],
+    },
 ]
 
 
@@ -38,8 +50,9 @@ def data(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("gate-data")
     probes = d / "probes.jsonl"
     texts = HARD_STRINGS + ["x != y , z", " Việt", "don't DON'T"]
-    probes.write_text("".join(json.dumps({"id": f"t-{i}", "category": "t", "text": t}) + "\n"
-                              for i, t in enumerate(texts)))
+    probes.write_text(
+        "".join(json.dumps({"id": f"t-{i}", "category": "t", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
     chats = d / "chats.jsonl"
     chats.write_text("".join(json.dumps(c) + "\n" for c in CHATS))
     return {"probes": probes, "chats": chats, "out": d}
@@ -50,19 +63,44 @@ def make_checkpoint(dest: Path) -> Path:
     shutil.copytree(SHIPPED_HF, dest)
     for suffix in (".gguf", ".tiktoken"):
         shutil.copy(ROOT / "tokenizer" / f"stack100m-32768{suffix}", dest / f"stack100m-32768{suffix}")
-    (dest / "config.json").write_text(json.dumps({
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 32768,
-        "bos_token_id": 32759, "eos_token_id": 32760, "pad_token_id": 32761}, indent=2))
-    (dest / "generation_config.json").write_text(json.dumps({
-        "bos_token_id": 32759, "eos_token_id": [32760, 32765], "pad_token_id": 32761}, indent=2))
+    (dest / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "model_type": "llama",
+                "vocab_size": 32768,
+                "bos_token_id": 32759,
+                "eos_token_id": 32760,
+                "pad_token_id": 32761,
+            },
+            indent=2,
+        )
+    )
+    (dest / "generation_config.json").write_text(
+        json.dumps({"bos_token_id": 32759, "eos_token_id": [32760, 32765], "pad_token_id": 32761}, indent=2)
+    )
     return dest
 
 
 def run_gate(directory: Path, data: dict[str, Path], *extra: str, backends: str = FAST) -> tuple[int, dict]:
     report = data["out"] / f"report-{hashlib.sha1(str(directory).encode()).hexdigest()[:8]}.json"
-    args = build_parser().parse_args([
-        "gate", str(directory), "--only-user-data", "--quiet", "--probes", str(data["probes"]),
-        "--chats", str(data["chats"]), "--backends", backends, "--json", str(report), *extra])
+    args = build_parser().parse_args(
+        [
+            "gate",
+            str(directory),
+            "--only-user-data",
+            "--quiet",
+            "--probes",
+            str(data["probes"]),
+            "--chats",
+            str(data["chats"]),
+            "--backends",
+            backends,
+            "--json",
+            str(report),
+            *extra,
+        ]
+    )
     code = args.func(args)
     return code, json.loads(report.read_text())
 
@@ -72,8 +110,11 @@ def failing(report: dict) -> set[str]:
 
 
 def snapshot(directory: Path) -> dict[str, str]:
-    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(directory.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
 
 
 # ------------------------------------------------------------------ mutators
@@ -83,6 +124,7 @@ def _edit_json(name: str, fn: Callable[[dict], None]) -> Callable[[Path], None]:
         data = json.loads(path.read_text())
         fn(data)
         path.write_text(json.dumps(data, indent=2, ensure_ascii=False))
+
     return mutate
 
 
@@ -111,6 +153,7 @@ def _gguf(**patches) -> Callable[[Path], None]:
             (d / "stack100m-32768.gguf").write_bytes(gguf_fmt.gguf_bytes(tok))
         finally:
             mp.undo()
+
     return mutate
 
 
@@ -135,6 +178,7 @@ def _set_added(flag: str, value: bool) -> Callable[[dict], None]:
         for t in tj["added_tokens"]:
             if t["content"] == "<|end|>":
                 t[flag] = value
+
     return fn
 
 
@@ -144,6 +188,7 @@ def _jinja(fn: Callable[[str], str]) -> Callable[[Path], None]:
         cfg["chat_template"] = fn(cfg["chat_template"])
         (d / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2))
         (d / "chat_template.jinja").write_text(cfg["chat_template"])
+
     return mutate
 
 
@@ -158,64 +203,178 @@ def _jinja_differs(d: Path) -> None:
 
 # (name, citation, mutate, a check that must fail, backends to run)
 FAULTS = [
-    ("merge-demoted", "tokenizers#1297 / llama.cpp#9692 (merge list damaged in conversion)",
-     _edit_json("tokenizer.json", _demote_merge), "conformance.encode[tokenizers]", FAST),
-    ("tiktoken-ranks-swapped", "tiktoken#114 (stale/wrong rank file)",
-     _swap_tiktoken_ranks, "conformance.encode[tiktoken]", FAST),
-    ("gguf-pre-llama-bpe", "llama.cpp pre-tokenizer side effects (ignore_merges + add-BOS)",
-     _gguf(TOKENIZER_PRE="llama-bpe"), "gguf.pre[files]", FAST),
-    ("gguf-pre-gpt2", "wrong tokenizer.ggml.pre gave ~40-50% mismatching strings",
-     _gguf(TOKENIZER_PRE="gpt-2"), "conformance.encode[llama.cpp]", FAST),
-    ("gguf-specials-user-defined", "USER_DEFINED tokens are parsed even with special=False",
-     _gguf(token_types=_user_defined_specials), "conformance.injection[llama.cpp]", FAST),
-    ("tokenizer-class-5x-only", "transformers#47553 (5.x save_pretrained output fails in 4.57)",
-     _edit_json("tokenizer_config.json", lambda c: c.update(tokenizer_class="TokenizersBackend")),
-     "config.loads_in_4x[files]", "reference"),
-    ("add-bos-token", "vLLM PR#16976 (double BOS)",
-     _edit_json("tokenizer_config.json", lambda c: c.update(add_bos_token=True)),
-     "config.no_double_bos[files]", "reference"),
-    ("bos-post-processor", "vLLM PR#16976 (post-processor adds BOS behind the template)",
-     _edit_json("tokenizer.json", lambda t: t.update(post_processor={
-         "type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|bos|>", "type_id": 0}},
-                                                 {"Sequence": {"id": "A", "type_id": 0}}],
-         "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
-         "special_tokens": {"<|bos|>": {"id": "<|bos|>", "ids": [32759], "tokens": ["<|bos|>"]}}})),
-     "config.no_double_bos[files]", "reference,transformers-reload"),
-    ("clean-up-spaces", "transformers PR#44914 ('x != y' -> 'x!= y')",
-     _edit_json("tokenizer_config.json", lambda c: c.update(clean_up_tokenization_spaces=True)),
-     "config.clean_up_spaces[files]", "reference"),
-    ("special-normalized", "added-token flags: normalized specials are matched after normalization",
-     _edit_json("tokenizer.json", _set_added("normalized", True)), "config.special_flags[files]", "reference"),
-    ("special-lstrip", "added-token flags: lstrip swallows the space before <|end|>",
-     _edit_json("tokenizer.json", _set_added("lstrip", True)), "conformance.trusted[tokenizers]", FAST),
-    ("special-not-special", "special=false: <|end|> leaks into decoded text / is not skipped",
-     _edit_json("tokenizer.json", _set_added("special", False)), "config.special_flags[files]", "reference"),
-    ("eos-not-end-of-turn", "vllm#4180 (generation does not stop at <|end|>)",
-     _edit_json("generation_config.json", lambda g: g.update(eos_token_id=32760)),
-     "config.eos_stops_turns[files]", "reference"),
-    ("pad-is-eos", "TRL#1623 (pad == eos masks eos out of the loss)",
-     _edit_json("tokenizer_config.json", lambda c: c.update(pad_token="<|eos|>")),
-     "config.pad_not_eos[files]", "reference"),
-    ("vocab-size-short", "embedding smaller than the vocabulary",
-     _edit_json("config.json", lambda c: c.update(vocab_size=32000)), "config.vocab_size[files]", "reference"),
-    ("no-generation-markers", "TRL PR#4201 (assistant-only loss trains on nothing)",
-     _jinja(_no_generation), "conformance.chat[transformers-reload]", "reference,transformers-reload"),
-    ("template-files-differ", "transformers prefers chat_template.jinja over the inline template",
-     _jinja_differs, "chat.template_files_agree[files]", "reference"),
-    ("context-truncated", "model_max_length below the served context",
-     _edit_json("tokenizer_config.json", lambda c: c.update(model_max_length=2048)),
-     "config.model_max_length[files]", "reference"),
-    ("prefix-space", "ByteLevel add_prefix_space=true shifts every first word",
-     _edit_json("tokenizer.json", lambda t: t["pre_tokenizer"]["pretokenizers"][1].update(add_prefix_space=True)),
-     "conformance.encode[tokenizers]", FAST),
-    ("nfc-normalizer", "a normalizer rewrites combining marks before tokenizing",
-     _edit_json("tokenizer.json", lambda t: t.update(normalizer={"type": "NFC"})),
-     "conformance.encode[tokenizers]", FAST),
-    ("gguf-adds-bos", "llama.cpp add_bos on top of the template's <|bos|> (vLLM PR#16976 analogue)",
-     _gguf_add_bos, "gguf.add_bos[files]", "reference"),
-    ("foreign-fingerprint", "a directory exported from another artifact",
-     _edit_json("tokenizer_config.json", lambda c: c.update(stacktok_fingerprint="0" * 64)),
-     "provenance.fingerprint[files]", "reference"),
+    (
+        "merge-demoted",
+        "tokenizers#1297 / llama.cpp#9692 (merge list damaged in conversion)",
+        _edit_json("tokenizer.json", _demote_merge),
+        "conformance.encode[tokenizers]",
+        FAST,
+    ),
+    (
+        "tiktoken-ranks-swapped",
+        "tiktoken#114 (stale/wrong rank file)",
+        _swap_tiktoken_ranks,
+        "conformance.encode[tiktoken]",
+        FAST,
+    ),
+    (
+        "gguf-pre-llama-bpe",
+        "llama.cpp pre-tokenizer side effects (ignore_merges + add-BOS)",
+        _gguf(TOKENIZER_PRE="llama-bpe"),
+        "gguf.pre[files]",
+        FAST,
+    ),
+    (
+        "gguf-pre-gpt2",
+        "wrong tokenizer.ggml.pre gave ~40-50% mismatching strings",
+        _gguf(TOKENIZER_PRE="gpt-2"),
+        "conformance.encode[llama.cpp]",
+        FAST,
+    ),
+    (
+        "gguf-specials-user-defined",
+        "USER_DEFINED tokens are parsed even with special=False",
+        _gguf(token_types=_user_defined_specials),
+        "conformance.injection[llama.cpp]",
+        FAST,
+    ),
+    (
+        "tokenizer-class-5x-only",
+        "transformers#47553 (5.x save_pretrained output fails in 4.57)",
+        _edit_json("tokenizer_config.json", lambda c: c.update(tokenizer_class="TokenizersBackend")),
+        "config.loads_in_4x[files]",
+        "reference",
+    ),
+    (
+        "add-bos-token",
+        "vLLM PR#16976 (double BOS)",
+        _edit_json("tokenizer_config.json", lambda c: c.update(add_bos_token=True)),
+        "config.no_double_bos[files]",
+        "reference",
+    ),
+    (
+        "bos-post-processor",
+        "vLLM PR#16976 (post-processor adds BOS behind the template)",
+        _edit_json(
+            "tokenizer.json",
+            lambda t: t.update(
+                post_processor={
+                    "type": "TemplateProcessing",
+                    "single": [
+                        {"SpecialToken": {"id": "<|bos|>", "type_id": 0}},
+                        {"Sequence": {"id": "A", "type_id": 0}},
+                    ],
+                    "pair": [
+                        {"Sequence": {"id": "A", "type_id": 0}},
+                        {"Sequence": {"id": "B", "type_id": 1}},
+                    ],
+                    "special_tokens": {"<|bos|>": {"id": "<|bos|>", "ids": [32759], "tokens": ["<|bos|>"]}},
+                }
+            ),
+        ),
+        "config.no_double_bos[files]",
+        "reference,transformers-reload",
+    ),
+    (
+        "clean-up-spaces",
+        "transformers PR#44914 ('x != y' -> 'x!= y')",
+        _edit_json("tokenizer_config.json", lambda c: c.update(clean_up_tokenization_spaces=True)),
+        "config.clean_up_spaces[files]",
+        "reference",
+    ),
+    (
+        "special-normalized",
+        "added-token flags: normalized specials are matched after normalization",
+        _edit_json("tokenizer.json", _set_added("normalized", True)),
+        "config.special_flags[files]",
+        "reference",
+    ),
+    (
+        "special-lstrip",
+        "added-token flags: lstrip swallows the space before <|end|>",
+        _edit_json("tokenizer.json", _set_added("lstrip", True)),
+        "conformance.trusted[tokenizers]",
+        FAST,
+    ),
+    (
+        "special-not-special",
+        "special=false: <|end|> leaks into decoded text / is not skipped",
+        _edit_json("tokenizer.json", _set_added("special", False)),
+        "config.special_flags[files]",
+        "reference",
+    ),
+    (
+        "eos-not-end-of-turn",
+        "vllm#4180 (generation does not stop at <|end|>)",
+        _edit_json("generation_config.json", lambda g: g.update(eos_token_id=32760)),
+        "config.eos_stops_turns[files]",
+        "reference",
+    ),
+    (
+        "pad-is-eos",
+        "TRL#1623 (pad == eos masks eos out of the loss)",
+        _edit_json("tokenizer_config.json", lambda c: c.update(pad_token="<|eos|>")),
+        "config.pad_not_eos[files]",
+        "reference",
+    ),
+    (
+        "vocab-size-short",
+        "embedding smaller than the vocabulary",
+        _edit_json("config.json", lambda c: c.update(vocab_size=32000)),
+        "config.vocab_size[files]",
+        "reference",
+    ),
+    (
+        "no-generation-markers",
+        "TRL PR#4201 (assistant-only loss trains on nothing)",
+        _jinja(_no_generation),
+        "conformance.chat[transformers-reload]",
+        "reference,transformers-reload",
+    ),
+    (
+        "template-files-differ",
+        "transformers prefers chat_template.jinja over the inline template",
+        _jinja_differs,
+        "chat.template_files_agree[files]",
+        "reference",
+    ),
+    (
+        "context-truncated",
+        "model_max_length below the served context",
+        _edit_json("tokenizer_config.json", lambda c: c.update(model_max_length=2048)),
+        "config.model_max_length[files]",
+        "reference",
+    ),
+    (
+        "prefix-space",
+        "ByteLevel add_prefix_space=true shifts every first word",
+        _edit_json(
+            "tokenizer.json", lambda t: t["pre_tokenizer"]["pretokenizers"][1].update(add_prefix_space=True)
+        ),
+        "conformance.encode[tokenizers]",
+        FAST,
+    ),
+    (
+        "nfc-normalizer",
+        "a normalizer rewrites combining marks before tokenizing",
+        _edit_json("tokenizer.json", lambda t: t.update(normalizer={"type": "NFC"})),
+        "conformance.encode[tokenizers]",
+        FAST,
+    ),
+    (
+        "gguf-adds-bos",
+        "llama.cpp add_bos on top of the template's <|bos|> (vLLM PR#16976 analogue)",
+        _gguf_add_bos,
+        "gguf.add_bos[files]",
+        "reference",
+    ),
+    (
+        "foreign-fingerprint",
+        "a directory exported from another artifact",
+        _edit_json("tokenizer_config.json", lambda c: c.update(stacktok_fingerprint="0" * 64)),
+        "provenance.fingerprint[files]",
+        "reference",
+    ),
 ]
 
 
@@ -288,6 +447,17 @@ def test_not_a_tokenizer_directory_exits_2(tmp_path, capsys) -> None:
 def test_shipped_directory_passes_the_full_gate(data) -> None:
     """The README's main job, on the shipped probes and chats, every local backend."""
     report = data["out"] / "shipped.json"
-    args = build_parser().parse_args(["gate", str(SHIPPED_HF), "--quiet", "--json", str(report),
-                                      "--artifact", str(SHIPPED), "--backends", FAST + ",transformers"])
+    args = build_parser().parse_args(
+        [
+            "gate",
+            str(SHIPPED_HF),
+            "--quiet",
+            "--json",
+            str(report),
+            "--artifact",
+            str(SHIPPED),
+            "--backends",
+            FAST + ",transformers",
+        ]
+    )
     assert args.func(args) == 0, sorted(failing(json.loads(report.read_text())))

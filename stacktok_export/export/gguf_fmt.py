@@ -163,9 +163,7 @@ def read_gguf_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     gguf = require("gguf")
     reader = gguf.GGUFReader(path)
     return {
-        name: field.contents()
-        for name, field in reader.fields.items()
-        if name.startswith(METADATA_PREFIXES)
+        name: field.contents() for name, field in reader.fields.items() if name.startswith(METADATA_PREFIXES)
     }
 
 
@@ -234,9 +232,7 @@ class LlamaCppTokenizer:
             raise ValueError(f"llama_tokenize takes under 2 GiB; got {len(data)} bytes")
         capacity = len(data) + 1  # every token covers >= 1 input byte: one call suffices
         out = (self._lib.llama_token * capacity)()
-        n = self._lib.llama_tokenize(
-            self._vocab, data, len(data), out, capacity, False, allow_special
-        )
+        n = self._lib.llama_tokenize(self._vocab, data, len(data), out, capacity, False, allow_special)
         if n < 0:
             raise RuntimeError(f"llama_tokenize returned {n} for {len(data)} bytes")
         return out[:n]
@@ -262,16 +258,11 @@ class LlamaCppTokenizer:
         except TypeError:
             raise TypeError(f"token ids must be int, got {token_id!r}") from None
         if not 0 <= index < self.n_vocab:
-            raise ValueError(
-                f"token id {index} is out of range: valid ids are 0..{self.n_vocab - 1}"
-            )
+            raise ValueError(f"token id {index} is out of range: valid ids are 0..{self.n_vocab - 1}")
         return index
 
     def close(self) -> None:
         self._llama.close()
 
     def __repr__(self) -> str:
-        return (
-            f"LlamaCppTokenizer({str(self.path)!r}, n_vocab={self.n_vocab}, "
-            f"llama_cpp={self.version})"
-        )
+        return f"LlamaCppTokenizer({str(self.path)!r}, n_vocab={self.n_vocab}, llama_cpp={self.version})"
