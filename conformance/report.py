@@ -21,7 +21,9 @@ from .runner import BackendResult
 MAX_WINDOWS = 10
 
 
-def verdict(results: Sequence[BackendResult], *, stale: Sequence[str], required_missing: Sequence[str]) -> int:
+def verdict(
+    results: Sequence[BackendResult], *, stale: Sequence[str], required_missing: Sequence[str]
+) -> int:
     """0 all conform, 1 an undeclared divergence or a stale declaration, 2 a required backend missing."""
     if required_missing:
         return 2
@@ -33,8 +35,10 @@ def verdict(results: Sequence[BackendResult], *, stale: Sequence[str], required_
 def _line(r: BackendResult) -> str:
     if r.status == "missing":
         return f"  {r.name:20s} {'-':12s} MISSING   {r.reason}"
-    counts = (f"{r.probes_run:5d} run {r.probes_identical:5d} identical "
-              f"{r.probes_diverged:4d} diverged {r.probes_declared:4d} declared")
+    counts = (
+        f"{r.probes_run:5d} run {r.probes_identical:5d} identical "
+        f"{r.probes_diverged:4d} diverged {r.probes_declared:4d} declared"
+    )
     extra = []
     if r.default_behaviour:
         extra.append(f"default={r.default_behaviour}")
@@ -84,9 +88,11 @@ def to_json(results: Sequence[BackendResult], *, meta: dict[str, Any], stale: Se
     doc = {
         "meta": meta,
         "backends": {
-            r.name: {**{k: v for k, v in asdict(r).items() if k != "failures"},
-                     "failures": [asdict(f) for f in r.failures[:200]],
-                     "failures_total": len(r.failures)}
+            r.name: {
+                **{k: v for k, v in asdict(r).items() if k != "failures"},
+                "failures": [asdict(f) for f in r.failures[:200]],
+                "failures_total": len(r.failures),
+            }
             for r in results
         },
         "stale_declarations": list(stale),
@@ -96,11 +102,12 @@ def to_json(results: Sequence[BackendResult], *, meta: dict[str, Any], stale: Se
 
 def support_matrix(rows: Sequence[dict[str, str]]) -> str:
     """Markdown: backend x version -> conforms / diverges / declared / missing."""
-    lines = ["| backend | version | result | probes identical / run | declared |",
-             "|---|---|---|---|---|"]
+    lines = ["| backend | version | result | probes identical / run | declared |", "|---|---|---|---|---|"]
     for row in rows:
-        lines.append(f"| {row['backend']} | {row['version']} | {row['result']} | "
-                     f"{row['identical']} / {row['run']} | {row['declared']} |")
+        lines.append(
+            f"| {row['backend']} | {row['version']} | {row['result']} | "
+            f"{row['identical']} / {row['run']} | {row['declared']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -113,6 +120,11 @@ def matrix_row(r: BackendResult) -> dict[str, str]:
         result = "conforms (declared divergences)"
     else:
         result = "conforms"
-    return {"backend": r.name, "version": r.version or "-", "result": result,
-            "identical": str(r.probes_identical), "run": str(r.probes_run),
-            "declared": str(sum(1 for f in r.failures if f.declared))}
+    return {
+        "backend": r.name,
+        "version": r.version or "-",
+        "result": result,
+        "identical": str(r.probes_identical),
+        "run": str(r.probes_run),
+        "declared": str(sum(1 for f in r.failures if f.declared)),
+    }

@@ -209,10 +209,7 @@ def groups() -> list[Group]:
             "debian-docs-en",
             "en",
             ("debian-reference-en", "debian-handbook"),
-            lambda p: (
-                p.endswith(".en.txt.gz")
-                or (p.startswith(HANDBOOK + "en-US/") and p.endswith(".html"))
-            ),
+            lambda p: p.endswith(".en.txt.gz") or (p.startswith(HANDBOOK + "en-US/") and p.endswith(".html")),
         ),
         Group(
             "debian-reference-l10n",
@@ -225,8 +222,7 @@ def groups() -> list[Group]:
             ",".join(HANDBOOK_L10N),
             ("debian-handbook",),
             lambda p: (
-                p.endswith(".html")
-                and any(p.startswith(f"{HANDBOOK}{lang}/") for lang in HANDBOOK_L10N)
+                p.endswith(".html") and any(p.startswith(f"{HANDBOOK}{lang}/") for lang in HANDBOOK_L10N)
             ),
             budget=6_500_000,
         ),
@@ -288,9 +284,7 @@ def install(pkgs: list[str]) -> None:
     subprocess.run(["apt-get", "update"], **run)
     missing = [p for p in pkgs if package_version(p) is None]
     known = [
-        p
-        for p in missing
-        if subprocess.run(["apt-cache", "show", p], capture_output=True).returncode == 0
+        p for p in missing if subprocess.run(["apt-cache", "show", p], capture_output=True).returncode == 0
     ]
     for p in sorted(set(missing) - set(known)):
         print(f"warning: package {p} not in the archive, skipped", file=sys.stderr)
@@ -408,12 +402,8 @@ def render_man(path: str) -> bytes | None:
         raw = fh.read()
     if is_man_stub(gzip.decompress(raw) if path.endswith(".gz") else raw):
         return None
-    man = subprocess.run(
-        ["man", "-P", "cat", "-l", path], env=MAN_ENV, capture_output=True, timeout=120
-    )
-    col = subprocess.run(
-        ["col", "-bx"], input=man.stdout, env=MAN_ENV, capture_output=True, timeout=120
-    )
+    man = subprocess.run(["man", "-P", "cat", "-l", path], env=MAN_ENV, capture_output=True, timeout=120)
+    col = subprocess.run(["col", "-bx"], input=man.stdout, env=MAN_ENV, capture_output=True, timeout=120)
     return col.stdout if man.returncode == 0 and col.returncode == 0 else None
 
 
@@ -572,8 +562,7 @@ def collect(gs: list[Group]) -> list[Loaded]:
             loaded = load_group(g, pool)
             size = sum(len(d) for _, d in loaded.docs)
             print(
-                f"{g.name}: {len(loaded.docs)} files, {size:,} bytes "
-                f"({time.monotonic() - t0:.0f}s)",
+                f"{g.name}: {len(loaded.docs)} files, {size:,} bytes ({time.monotonic() - t0:.0f}s)",
                 file=sys.stderr,
             )
             if not loaded.docs:
@@ -588,9 +577,7 @@ def build(args: argparse.Namespace) -> int:
     if args.install:
         install(all_packages(gs))
     loaded = collect(gs)
-    items = [
-        (i, piece) for i, ld in enumerate(loaded) for _, doc in ld.docs for piece in pieces(doc)
-    ]
+    items = [(i, piece) for i, ld in enumerate(loaded) for _, doc in ld.docs for piece in pieces(doc)]
     total = sum(len(b) for _, b in items)
     if total < MIN_TOTAL_BYTES:
         print(
@@ -619,9 +606,7 @@ def build(args: argparse.Namespace) -> int:
             "train_bytes": TRAIN_BYTES,
             "fixture_bytes": FIXTURE_BYTES,
         },
-        "groups": {
-            ld.group.name: group_report(ld, train, heldout, i) for i, ld in enumerate(loaded)
-        },
+        "groups": {ld.group.name: group_report(ld, train, heldout, i) for i, ld in enumerate(loaded)},
         "tools": {p: package_version(p) for p in TOOL_PACKAGES},
         "man_env": MAN_ENV,
         "totals": {
@@ -660,9 +645,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--fixture",
         help=f"held-out fixture path (default {DEFAULT_FIXTURE}, relative to the repo)",
     )
-    ap.add_argument(
-        "--packages", action="store_true", help="print the apt-get install command and exit"
-    )
+    ap.add_argument("--packages", action="store_true", help="print the apt-get install command and exit")
     ap.add_argument(
         "--install", action="store_true", help="run apt-get update and install the packages first"
     )

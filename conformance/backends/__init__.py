@@ -7,6 +7,7 @@ library is not installed raises ``BackendMissing`` and is reported *missing*.
 from __future__ import annotations
 
 import importlib
+
 from ..layout import Exports
 from ..protocol import Backend, BackendMissing
 

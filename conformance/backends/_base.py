@@ -66,9 +66,9 @@ def text_stream(decode, ids: Sequence[int]) -> list[str]:
         if after.endswith("\ufffd") or len(after) <= len(before):
             pieces.append("")
             continue
-        pieces.append(after[len(before):])
+        pieces.append(after[len(before) :])
         prefix, read = read, n
     tail = decode(ids[prefix:read])
     rest = decode(ids[prefix:])
-    pieces.append(rest[len(tail):])
+    pieces.append(rest[len(tail) :])
     return pieces

@@ -20,8 +20,14 @@ from ._base import BaseBackend
 class LlamaCppBackend(BaseBackend):
     name = "llama.cpp"
     capabilities = frozenset(
-        {Capability.ENCODE, Capability.TRUSTED, Capability.DECODE, Capability.SINGLE_TOKENS,
-         Capability.DEFAULT, Capability.STREAM}
+        {
+            Capability.ENCODE,
+            Capability.TRUSTED,
+            Capability.DECODE,
+            Capability.SINGLE_TOKENS,
+            Capability.DEFAULT,
+            Capability.STREAM,
+        }
     )
 
     def __init__(self, tok) -> None:

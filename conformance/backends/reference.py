@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
 from stacktok_export import StackTokenizer, __version__
 from stacktok_export.chat import render_conversation
 

@@ -21,8 +21,14 @@ from ._base import BaseBackend
 class TiktokenBackend(BaseBackend):
     name = "tiktoken"
     capabilities = frozenset(
-        {Capability.ENCODE, Capability.TRUSTED, Capability.DECODE, Capability.SINGLE_TOKENS,
-         Capability.DEFAULT, Capability.STREAM}
+        {
+            Capability.ENCODE,
+            Capability.TRUSTED,
+            Capability.DECODE,
+            Capability.SINGLE_TOKENS,
+            Capability.DEFAULT,
+            Capability.STREAM,
+        }
     )
 
     def __init__(self, enc, version: str) -> None:

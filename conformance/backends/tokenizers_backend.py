@@ -21,8 +21,14 @@ class TokenizersBackend(BaseBackend):
     name = "tokenizers"
     decode_exact = False
     capabilities = frozenset(
-        {Capability.ENCODE, Capability.TRUSTED, Capability.DECODE, Capability.SINGLE_TOKENS,
-         Capability.DEFAULT, Capability.STREAM}
+        {
+            Capability.ENCODE,
+            Capability.TRUSTED,
+            Capability.DECODE,
+            Capability.SINGLE_TOKENS,
+            Capability.DEFAULT,
+            Capability.STREAM,
+        }
     )
 
     def __init__(self, path, version: str) -> None:

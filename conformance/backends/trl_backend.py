@@ -45,8 +45,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ._base import BaseBackend
 from ..protocol import BackendMissing, Capability
+from ._base import BaseBackend
 
 INSTALL_HINT = (
     "pip install torch==2.13.0 && pip install trl datasets "
@@ -77,9 +77,7 @@ class TrlBackend(BaseBackend):
         self._datasets = datasets_mod
         self.version = version
 
-    def prepare(
-        self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool
-    ) -> dict:
+    def prepare(self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool) -> dict:
         """The row ``SFTTrainer`` would train on: ``input_ids`` and ``labels``."""
         row: dict = {"messages": [{"role": m["role"], "content": m["content"]} for m in messages]}
         if add_generation_prompt:
@@ -91,9 +89,7 @@ class TrlBackend(BaseBackend):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                out = self.trainer._prepare_dataset(
-                    ds, self.tokenizer, self.args, False, None, "stacktok"
-                )
+                out = self.trainer._prepare_dataset(ds, self.tokenizer, self.args, False, None, "stacktok")
         finally:
             if bars:
                 logging_mod.enable_progress_bar()
@@ -125,8 +121,7 @@ def load(export_dir: object, artifact: Path | None = None) -> TrlBackend:
         tok = transformers.AutoTokenizer.from_pretrained(str(hf_dir))
         if tok.pad_token_id is None or tok.pad_token_id == tok.eos_token_id:
             raise BackendMissing(
-                "the export has no pad token distinct from eos: "
-                "TRL would mask EOS out of the loss (TRL#1623)"
+                "the export has no pad token distinct from eos: TRL would mask EOS out of the loss (TRL#1623)"
             )
         config = transformers.LlamaConfig(
             vocab_size=len(tok),

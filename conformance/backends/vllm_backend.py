@@ -62,8 +62,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ._base import BaseBackend
 from ..protocol import BackendMissing, Capability
+from ._base import BaseBackend
 
 #: vLLM's pure-Python dependencies that its tokenizer layer, renderer and
 #: detokenizer import, within vLLM 0.33.0's own pins (CUDA-only ones left out).
@@ -104,13 +104,9 @@ INSTALL_HINT = (
     + " (tested recipe and why --no-deps: conformance/INSTALL-heavy.md)"
 )
 #: How the untrusted-text path is reached (vLLM's request API has none).
-SAFE_PATH = (
-    "hf-tokenizer-held-by-vllm: tok(text, add_special_tokens=False, split_special_tokens=True)"
-)
+SAFE_PATH = "hf-tokenizer-held-by-vllm: tok(text, add_special_tokens=False, split_special_tokens=True)"
 #: Where the chat loss mask comes from (vLLM computes none).
-MASK_SOURCE = (
-    "transformers via vllm.renderers.hf.safe_apply_chat_template(return_assistant_tokens_mask=True)"
-)
+MASK_SOURCE = "transformers via vllm.renderers.hf.safe_apply_chat_template(return_assistant_tokens_mask=True)"
 
 _VOCAB_FALLBACK = 32768
 
@@ -180,9 +176,7 @@ class VllmBackend(BaseBackend):
 
     def _tokenize(self, text: str, add_special_tokens: bool) -> list[int]:
         prompt = self._m["TextPrompt"](prompt=text)
-        out = self.renderer.tokenize_prompt(
-            prompt, self._tok_params(add_special_tokens=add_special_tokens)
-        )
+        out = self.renderer.tokenize_prompt(prompt, self._tok_params(add_special_tokens=add_special_tokens))
         return list(out["prompt_token_ids"])
 
     def encode(self, text: str, *, allow_special: bool) -> list[int]:
@@ -232,9 +226,7 @@ class VllmBackend(BaseBackend):
                 **kwargs,
             )
         if list(out["input_ids"]) != ids:
-            raise RuntimeError(
-                "vLLM's rendered chat ids and the mask render's ids differ; mask unusable"
-            )
+            raise RuntimeError("vLLM's rendered chat ids and the mask render's ids differ; mask unusable")
         return ids, [int(b) for b in out["assistant_masks"]]
 
     # ------------------------------------------------------------------ stream
@@ -263,9 +255,7 @@ class VllmBackend(BaseBackend):
     def detokenizer_class(self) -> str:
         """Which incremental detokenizer vLLM picks for this tokenizer."""
         return (
-            "FastIncrementalDetokenizer"
-            if self._m["uses_fast"](self.tok)
-            else "SlowIncrementalDetokenizer"
+            "FastIncrementalDetokenizer" if self._m["uses_fast"](self.tok) else "SlowIncrementalDetokenizer"
         )
 
 
