@@ -190,8 +190,9 @@ def export(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Benchmarks as ratios vs tiktoken / HF tokenizers / rustbpe (needs data/sample, see README)."""
-    install_project(session, "hf", "tiktoken", pins=("rustbpe",))
+    install_project(session, "hf", "tiktoken", "gguf", pins=("rustbpe", llama_wheel(session)))
     session.run("python", "benchmarks/bench_encode.py", *session.posargs)
+    session.run("python", "benchmarks/bench_gate.py")
     sample = os.path.join("data", "sample", "train.txt")
     if os.path.exists(sample):
         session.run("python", "benchmarks/bench_train.py", sample)

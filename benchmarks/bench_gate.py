@@ -1,0 +1,44 @@
+"""Gate benchmark: wall time of `stacktok gate` on the shipped directory, per backend.
+
+Runs the real gate (every installed backend, shipped probes and chats) in a
+subprocess and prints total wall time, per-backend seconds from the JSON
+report, and peak RSS; target: the whole gate in <= 2 minutes on 2 cores.
+
+    python benchmarks/bench_gate.py [DIR]
+
+Out of scope: cold-start costs of installing backends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> int:
+    target = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "tokenizer" / "stack100m-32768-hf")
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "gate.json"
+        cmd = [sys.executable, "-m", "stacktok_export.cli", "gate", target, "--quiet", "--json", str(report)]
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        doc = json.loads(report.read_text())
+    print(f"gate exit {os.waitstatus_to_exitcode(status)} verdict {doc['verdict']}")
+    rss_mb = usage.ru_maxrss / 1024
+    print(f"wall {wall:.1f}s (target <= 120s: {wall / 120:.2f}x of budget), peak RSS {rss_mb:.0f} MB")
+    for name, seconds in sorted(doc["timings"].items()):
+        print(f"  {name:20s} {seconds:6.1f}s  {doc['versions'].get(name) or 'missing'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
