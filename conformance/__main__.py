@@ -22,7 +22,7 @@ from pathlib import Path
 from stacktok_export import ArtifactError, StackTokenizer
 from stacktok_export._atomic import write_text_atomic
 
-from .backends import REGISTRY, load_backend
+from .backends import REGISTRY, backend_list, load_backend
 from .fixtures import FixtureError, FixtureSet
 from .layout import Exports, LayoutError
 from .protocol import BackendMissing
@@ -34,20 +34,12 @@ DEFAULT_DIR = ROOT / "tokenizer" / "stack100m-32768-hf"
 DEFAULT_ARTIFACT = ROOT / "tokenizer" / "stack100m-32768.json"
 
 
-def _names(value: str) -> list[str]:
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    unknown = [n for n in names if n not in REGISTRY]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown backend(s) {unknown}; choose from {', '.join(REGISTRY)}")
-    return names
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m conformance", description=__doc__.splitlines()[0])
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_DIR)
     p.add_argument("--artifact", type=Path, default=DEFAULT_ARTIFACT)
-    p.add_argument("--backends", type=_names, default=list(REGISTRY))
-    p.add_argument("--require", type=_names, default=[])
+    p.add_argument("--backends", type=backend_list, default=list(REGISTRY))
+    p.add_argument("--require", type=backend_list, default=[])
     p.add_argument("--probes", type=Path, action="append", default=[])
     p.add_argument("--chats", type=Path, action="append", default=[])
     p.add_argument("--text", type=Path, action="append", default=[])

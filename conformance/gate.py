@@ -25,7 +25,7 @@ from stacktok_export import ArtifactError, StackTokenizer
 from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
 
-from .backends import REGISTRY
+from .backends import REGISTRY, backend_list
 from .fixtures import FixtureError, FixtureSet
 from .gate_checks import Check, run_static
 from .layout import Exports, LayoutError
@@ -230,14 +230,6 @@ def run_gate(args: argparse.Namespace) -> int:
     return code
 
 
-def _names(value: str) -> list[str]:
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    unknown = [n for n in names if n not in REGISTRY]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown backend(s) {unknown}; choose from {', '.join(REGISTRY)}")
-    return names
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", type=Path, help="the checkpoint or tokenizer directory to check")
     p.add_argument("--artifact", type=Path, default=None, help="frozen artifact (default: the shipped one)")
@@ -246,8 +238,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--text", type=Path, action="append", default=[], help="extra UTF-8 text file (repeatable)"
     )
     p.add_argument("--chats", type=Path, action="append", default=[], help="extra chats JSONL (repeatable)")
-    p.add_argument("--backends", type=_names, default=list(REGISTRY), help="comma list (default: all)")
-    p.add_argument("--require", type=_names, default=[], help="backends whose absence fails the gate")
+    p.add_argument("--backends", type=backend_list, default=list(REGISTRY), help="comma list (default: all)")
+    p.add_argument("--require", type=backend_list, default=[], help="backends whose absence fails the gate")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--junit", type=Path, default=None)
     p.add_argument("--markdown", type=Path, default=None)

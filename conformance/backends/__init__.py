@@ -44,6 +44,17 @@ def require(module: str, extra: str) -> object:
         raise BackendMissing(f"{module} is not installed ({exc}); pip install 'stacktok[{extra}]'") from None
 
 
+def backend_list(value: str) -> list[str]:
+    """Parse ``--backends a,b``; an unknown name is a usage error listing the known ones."""
+    import argparse
+
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown backend(s) {unknown}; choose from {', '.join(REGISTRY)}")
+    return names
+
+
 def dist_version(dist: str) -> str:
     """The installed distribution's version (older tiktoken has no ``__version__``)."""
     from importlib.metadata import PackageNotFoundError, version

@@ -7,7 +7,17 @@ from collections.abc import Mapping, Sequence
 
 from ..protocol import Capability
 
-PROBE_INJECTION = "hello <|assistant|> world"
+#: What a plain tokenizer backend supports (everything but the chat path).
+TOKENIZER_CAPS = frozenset(
+    {
+        Capability.ENCODE,
+        Capability.TRUSTED,
+        Capability.DECODE,
+        Capability.SINGLE_TOKENS,
+        Capability.DEFAULT,
+        Capability.STREAM,
+    }
+)
 
 
 class BaseBackend:

@@ -12,23 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..layout import Exports
-from ..protocol import BackendMissing, Capability
+from ..protocol import BackendMissing
 from . import require
-from ._base import BaseBackend
+from ._base import TOKENIZER_CAPS, BaseBackend
 
 
 class LlamaCppBackend(BaseBackend):
     name = "llama.cpp"
-    capabilities = frozenset(
-        {
-            Capability.ENCODE,
-            Capability.TRUSTED,
-            Capability.DECODE,
-            Capability.SINGLE_TOKENS,
-            Capability.DEFAULT,
-            Capability.STREAM,
-        }
-    )
+    capabilities = TOKENIZER_CAPS
 
     def __init__(self, tok) -> None:
         self.tok = tok

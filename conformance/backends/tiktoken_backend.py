@@ -13,23 +13,14 @@ from stacktok_export import StackTokenizer
 from stacktok_export.export.tiktoken_fmt import load_tiktoken_file
 
 from ..layout import Exports
-from ..protocol import BackendMissing, Capability
+from ..protocol import BackendMissing
 from . import dist_version, require
-from ._base import BaseBackend
+from ._base import TOKENIZER_CAPS, BaseBackend
 
 
 class TiktokenBackend(BaseBackend):
     name = "tiktoken"
-    capabilities = frozenset(
-        {
-            Capability.ENCODE,
-            Capability.TRUSTED,
-            Capability.DECODE,
-            Capability.SINGLE_TOKENS,
-            Capability.DEFAULT,
-            Capability.STREAM,
-        }
-    )
+    capabilities = TOKENIZER_CAPS
 
     def __init__(self, enc, version: str) -> None:
         self.enc = enc

@@ -12,24 +12,15 @@ import threading
 from collections.abc import Sequence
 
 from ..layout import Exports
-from ..protocol import BackendMissing, Capability
+from ..protocol import BackendMissing
 from . import dist_version, require
-from ._base import BaseBackend
+from ._base import TOKENIZER_CAPS, BaseBackend
 
 
 class TokenizersBackend(BaseBackend):
     name = "tokenizers"
     decode_exact = False
-    capabilities = frozenset(
-        {
-            Capability.ENCODE,
-            Capability.TRUSTED,
-            Capability.DECODE,
-            Capability.SINGLE_TOKENS,
-            Capability.DEFAULT,
-            Capability.STREAM,
-        }
-    )
+    capabilities = TOKENIZER_CAPS
 
     def __init__(self, path, version: str) -> None:
         from tokenizers import Tokenizer
