@@ -160,16 +160,10 @@ def matrix(session: nox.Session) -> None:
     if not rows:
         session.error("no conformance results in .nox/matrix: run `nox -s conformance` first")
     rows.sort(key=lambda r: (r["backend"], r["version"]))
-    lines = [
-        "| backend | version | result | probes identical / run | declared |",
-        "|---|---|---|---|---|",
-        *(
-            f"| {r['backend']} | {r['version']} | {r['result']} | {r['identical']} / {r['run']} "
-            f"| {r['declared']} |"
-            for r in rows
-        ),
-    ]
-    table = "\n".join(lines) + "\n"
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from conformance.report import support_matrix
+
+    table = support_matrix(rows)
     Path("conformance", "SUPPORT_MATRIX.md").write_text(table)
     readme = Path("README.md")
     text = readme.read_text()

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .runner import BackendResult
+if TYPE_CHECKING:  # the nox host imports this module without the package's dependencies
+    from .runner import BackendResult
 
 MAX_WINDOWS = 10
 
@@ -102,11 +103,14 @@ def to_json(results: Sequence[BackendResult], *, meta: dict[str, Any], stale: Se
 
 def support_matrix(rows: Sequence[dict[str, str]]) -> str:
     """Markdown: backend x version -> conforms / diverges / declared / missing."""
-    lines = ["| backend | version | result | probes identical / run | declared |", "|---|---|---|---|---|"]
+    lines = [
+        "| backend | version | result | probes identical / run | chats identical / run | declared |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in rows:
         lines.append(
-            f"| {row['backend']} | {row['version']} | {row['result']} | "
-            f"{row['identical']} / {row['run']} | {row['declared']} |"
+            f"| {row['backend']} | {row['version']} | {row['result']} | {row['identical']} / {row['run']} "
+            f"| {row.get('chats', '-')} | {row['declared']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -120,11 +124,14 @@ def matrix_row(r: BackendResult) -> dict[str, str]:
         result = "conforms (declared divergences)"
     else:
         result = "conforms"
+    chat = r.checks.get("chat", {})
+    chats = f"{chat.get('pass', 0)} / {sum(chat.values())}" if chat else "-"
     return {
         "backend": r.name,
         "version": r.version or "-",
         "result": result,
         "identical": str(r.probes_identical),
         "run": str(r.probes_run),
+        "chats": chats,
         "declared": str(sum(1 for f in r.failures if f.declared)),
     }
