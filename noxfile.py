@@ -175,6 +175,24 @@ def matrix(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def fuzz(session: nox.Session) -> None:
+    """Differential fuzzing of the shipped exports (default 60 s; `-- --seconds 600` for a long run)."""
+    install_project(session, "hf", "tiktoken", "gguf", pins=(llama_wheel(session),))
+    MATRIX_DIR.mkdir(parents=True, exist_ok=True)
+    args = session.posargs or ("--seconds", "60")
+    session.run(
+        "stacktok",
+        "fuzz",
+        "tokenizer/stack100m-32768-hf",
+        "--quiet",
+        "--out",
+        str(MATRIX_DIR / "fuzz-counterexamples.jsonl"),
+        *args,
+    )
+    session.run("stacktok", "audit", "--quiet")
+
+
+@nox.session(python=PYTHON)
 def export(session: nox.Session) -> None:
     """Fail if the committed exports are not exactly what the frozen artifact produces."""
     install_project(session, "hf", "tiktoken", "gguf")
@@ -187,6 +205,7 @@ def bench(session: nox.Session) -> None:
     install_project(session, "hf", "tiktoken", "gguf", pins=("rustbpe", llama_wheel(session)))
     session.run("python", "benchmarks/bench_encode.py", *session.posargs)
     session.run("python", "benchmarks/bench_gate.py")
+    session.run("python", "benchmarks/bench_fuzz.py", "--seconds", "60")
     sample = os.path.join("data", "sample", "train.txt")
     if os.path.exists(sample):
         session.run("python", "benchmarks/bench_train.py", sample)

@@ -10,7 +10,9 @@ encoded by the reference (the frozen artifact) and by every backend, in the
 untrusted mode (``allow_special=False`` vs ``encode(text)``) and -- when the
 input contains ``"<|"`` -- also in the trusted mode (``allow_special=True`` vs
 ``encode(text, allowed_special="all")``). A backend that raises counts as a
-divergence too.
+divergence too. Only the modes a backend declares are checked (``ENCODE``
+for untrusted, ``TRUSTED`` for trusted); a backend without ``ENCODE`` (TRL is
+chat-only) is reported *skipped*, one whose library is absent *missing*.
 
 Determinism. Example ``i`` of seed ``S`` is drawn with
 ``random.Random(f"{S}/{i}")`` (generator choice and text), so ``--examples N``
@@ -57,14 +59,15 @@ backend whose tables predate the code points. For backend B:
 3. The trusted path splits non-special text with the same regex, so the
    ``encode`` declarations are applied to both modes.
 
-Rule (1b) cannot tell a 15.0 code point from a 17.0 one (neither ``regex``
-nor the standard library exposes Unicode ages); the generators emit such code
-points only from the labelled pool, so (1b) matters only for the rare ones
-that random bytes or vocabulary tokens produce.
+Rule (1b) cannot tell which Unicode version assigned a code point (neither
+``regex`` nor the standard library exposes ages), so it may excuse a code
+point older than B's tables; the generators emit new code points on purpose
+only from the labelled pool, so (1b) matters only for the rare ones that
+random bytes or vocabulary tokens produce.
 
-Exit codes: 0 no undeclared divergence; 1 an undeclared divergence (or a
-backend adapter crashed); 2 usage error (bad directory, no loadable backend,
-bad numbers, ``--out`` inside DIR).
+Exit codes: 0 no undeclared divergence; 1 an undeclared divergence, or a
+backend that cannot load the export or whose adapter crashed; 2 usage error
+(bad directory, no backend to fuzz, bad numbers, ``--out`` inside DIR).
 
 Out of scope: decoding, chat and streaming checks (the gate runs those on the
 fixed probes), inputs over a few thousand characters, and fixing anything --
@@ -94,12 +97,13 @@ import regex
 from stacktok_export import ArtifactError, StackTokenizer
 from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
+from stacktok_export.pretokenize import compile_pattern
 
 from .backends import REGISTRY, load_backend
 from .fixtures import Divergence, FixtureError, FixtureSet, Probe
 from .generators import GENERATORS, GenContext, pick
 from .layout import Exports, LayoutError
-from .protocol import Backend, BackendMissing
+from .protocol import Backend, BackendMissing, Capability
 from .runner import first_window
 
 UNTRUSTED, TRUSTED = "untrusted", "trusted"
@@ -156,8 +160,9 @@ class UnicodeDeclarations:
     unlabelled: str | None  # declaration id excusing newer code points of unknown version
 
     @classmethod
-    def for_backend(cls, divergences: Sequence[Divergence], backend: Backend,
-                    ages: Mapping[int, str]) -> UnicodeDeclarations:
+    def for_backend(
+        cls, divergences: Sequence[Divergence], backend: Backend, ages: Mapping[int, str]
+    ) -> UnicodeDeclarations:
         by_version: dict[str, str] = {}
         for version in sorted(set(ages.values())):
             probe = Probe(f"unicode_new-v{version}-fuzz", "unicode_new", "")
@@ -200,6 +205,10 @@ class Oracle:
         self.backend = backend
         self.ref = ref
         self.decl = declarations
+        caps = backend.capabilities
+        self.modes = frozenset(
+            m for m, c in ((UNTRUSTED, Capability.ENCODE), (TRUSTED, Capability.TRUSTED)) if c in caps
+        )
         self.busy = 0.0  # CPU seconds of this thread inside the backend's encode (no GIL waits)
 
     def observe(self, text: str, mode: str, want: list[int] | None = None) -> Observation | None:
@@ -275,8 +284,9 @@ def _simplify_chars(s: str, test: Callable[[str], bool]) -> str:
     return s
 
 
-def shrink(text: str, fails: Callable[[str], bool], *, split: Callable[[str], list[str]],
-           budget: int = SHRINK_CALLS) -> Shrunk:
+def shrink(
+    text: str, fails: Callable[[str], bool], *, split: Callable[[str], list[str]], budget: int = SHRINK_CALLS
+) -> Shrunk:
     """Greedy, deterministic delta debugging: the smallest, simplest input that still fails."""
     start = time.perf_counter()
     memo: dict[str, bool] = {text: True}
@@ -340,7 +350,7 @@ class Counterexample:
 class BackendRun:
     name: str
     version: str = ""
-    status: str = "ok"  # ok | missing | error
+    status: str = "ok"  # ok | missing | skipped | error
     reason: str = ""
     examples: int = 0
     checks: int = 0
@@ -366,8 +376,15 @@ def _classify(oracle: Oracle, ex: Example, mode: str, obs: Observation) -> Raw:
     if stripped != ex.text:
         again = oracle.observe(stripped, mode)
         if again is None:
-            return Raw(ex.index, ex.generator, mode, obs.kind, ex.text, ex.text,
-                       oracle.decl.first_declaration(ex.text))
+            return Raw(
+                ex.index,
+                ex.generator,
+                mode,
+                obs.kind,
+                ex.text,
+                ex.text,
+                oracle.decl.first_declaration(ex.text),
+            )
         return Raw(ex.index, ex.generator, mode, again.kind, stripped, ex.text, None)
     return Raw(ex.index, ex.generator, mode, obs.kind, ex.text, ex.text, None)
 
@@ -376,6 +393,8 @@ def check_batch(oracle: Oracle, run: BackendRun, batch: Batch, keep: int) -> Non
     for ex, wants in batch:
         run.examples += 1
         for mode in ex.modes:
+            if mode not in oracle.modes:
+                continue
             run.checks += 1
             obs = oracle.observe(ex.text, mode, wants[mode])
             if obs is None:
@@ -405,7 +424,7 @@ def _worker(oracle: Oracle, run: BackendRun, inbox: queue.Queue, keep: int) -> N
 
 def shrink_backend(oracle: Oracle, run: BackendRun) -> None:
     """Shrink the kept raws of one backend (in index order) and dedupe the results."""
-    split = oracle.ref._split_re.findall
+    split = compile_pattern(oracle.ref.pattern).findall
     raws = sorted((r for rs in run.kept.values() for r in rs), key=lambda r: (r.index, MODES.index(r.mode)))
     seen: set[tuple[str, str]] = set()
     for raw in raws:
@@ -419,16 +438,28 @@ def shrink_backend(oracle: Oracle, run: BackendRun) -> None:
         run.declared_examples.append(_shrink_one(oracle, run.name, raw, fails, split))
 
 
-def _shrink_one(oracle: Oracle, name: str, raw: Raw, fails: Callable[[str], bool],
-                split: Callable[[str], list[str]]) -> Counterexample:
+def _shrink_one(
+    oracle: Oracle, name: str, raw: Raw, fails: Callable[[str], bool], split: Callable[[str], list[str]]
+) -> Counterexample:
     shrunk = shrink(raw.text, fails, split=split)
     want = reference_ids(oracle.ref, shrunk.text, raw.mode)
     obs = oracle.observe(shrunk.text, raw.mode, want)
     window = first_window(want, obs.ids, oracle.ref) if obs is not None and obs.ids is not None else None
     detail = obs.error if obs is not None and obs.kind == "raises" else ""
     declared = (oracle.decl.first_declaration(shrunk.text) or raw.declared) if raw.declared else None
-    return Counterexample(name, raw.mode, raw.generator, raw.index, raw.kind, raw.original, shrunk.text,
-                          declared, window, detail, shrunk)
+    return Counterexample(
+        name,
+        raw.mode,
+        raw.generator,
+        raw.index,
+        raw.kind,
+        raw.original,
+        shrunk.text,
+        declared,
+        window,
+        detail,
+        shrunk,
+    )
 
 
 # ---------------------------------------------------------------- the run
@@ -463,7 +494,10 @@ class FuzzReport:
         return 1 if self.counterexamples or any(r.status == "error" for r in self.runs) else 0
 
 
-def _load(config: FuzzConfig, say: Callable[[str], None]) -> tuple[StackTokenizer, Exports, FixtureSet, list[tuple[Backend, BackendRun]], list[BackendRun]]:
+Loaded = tuple[StackTokenizer, FixtureSet, list[tuple[Backend, BackendRun]], list[BackendRun]]
+
+
+def _load(config: FuzzConfig, say: Callable[[str], None]) -> Loaded:
     try:
         ref = StackTokenizer.load(config.artifact)
         exports = Exports.discover(config.directory, artifact=config.artifact)
@@ -472,65 +506,101 @@ def _load(config: FuzzConfig, say: Callable[[str], None]) -> tuple[StackTokenize
         fixtures = FixtureSet.load()
     except (ArtifactError, LayoutError, FixtureError) as exc:
         raise FuzzUsageError(str(exc)) from None
-    loaded, missing = [], []
+    loaded: list[tuple[Backend, BackendRun]] = []
+    unloaded: list[BackendRun] = []
     for name in config.backends:
         try:
             backend = load_backend(name, exports)
         except BackendMissing as exc:
-            missing.append(BackendRun(name, status="missing", reason=str(exc)))
+            unloaded.append(BackendRun(name, status="missing", reason=str(exc)))
             continue
-        except Exception as exc:  # an export the library refuses to load is a finding for the user
-            missing.append(BackendRun(name, status="missing", reason=f"cannot load: {type(exc).__name__}: {exc}"[:300]))
+        except Exception as exc:  # the library refuses the export: a finding, not a usage error
+            why = f"cannot load the export: {type(exc).__name__}: {exc}"[:300]
+            unloaded.append(BackendRun(name, status="error", reason=why))
+            continue
+        if Capability.ENCODE not in backend.capabilities:
+            why = "declares no encode capability (chat-only): nothing to fuzz"
+            unloaded.append(BackendRun(name, version=backend.version, status="skipped", reason=why))
             continue
         loaded.append((backend, BackendRun(name, version=backend.version)))
         say(f"loaded {name} {backend.version}")
-    if not loaded:
-        reasons = "; ".join(f"{r.name}: {r.reason}" for r in missing)
-        raise FuzzUsageError(f"no backend could be loaded ({reasons}); install one or fix the exports")
-    return ref, exports, fixtures, loaded, missing
+    if not loaded and all(r.status in ("missing", "skipped") for r in unloaded):
+        reasons = "; ".join(f"{r.name}: {r.reason}" for r in unloaded)
+        raise FuzzUsageError(f"no backend to fuzz ({reasons}); install one or choose others with --backends")
+    return ref, fixtures, loaded, unloaded
 
 
-def run_fuzz(config: FuzzConfig, say: Callable[[str], None] = lambda m: None) -> FuzzReport:
-    ref, exports, fixtures, loaded, missing = _load(config, say)
-    ctx = GenContext.build(ref, fixtures.probes)
-    ages = dict(zip((cp for _, cp in ctx.new_code_points), (v for v, _ in ctx.new_code_points)))
-    oracles = [Oracle(b, StackTokenizer.load(config.artifact),
-                      UnicodeDeclarations.for_backend(fixtures.divergences, b, ages)) for b, _ in loaded]
-    runs = [run for _, run in loaded]
-    inboxes: list[queue.Queue] = [queue.Queue(maxsize=QUEUE_BATCHES) for _ in loaded]
-    threads = [threading.Thread(target=_worker, args=(o, r, q, config.keep), daemon=True, name=f"fuzz-{r.name}")
-               for o, r, q in zip(oracles, runs, inboxes)]
-    for t in threads:
-        t.start()
+def _feed(
+    config: FuzzConfig,
+    ref: StackTokenizer,
+    ctx: GenContext,
+    inboxes: Sequence[queue.Queue],
+    runs: Sequence[BackendRun],
+    say: Callable[[str], None],
+) -> tuple[int, float]:
+    """Generate examples and their reference ids in batches until the budget is spent.
+
+    Returns (examples generated, CPU seconds spent in the reference)."""
     names = list(config.generators)
     start = time.perf_counter()
     deadline = None if config.seconds is None else start + config.seconds
     next_progress, index, ref_seconds = start + PROGRESS_EVERY, 0, 0.0
-    while (config.examples is None or index < config.examples) and (deadline is None or time.perf_counter() < deadline):
-        n = BATCH if config.examples is None else min(BATCH, config.examples - index)
+    limit = config.examples
+    while (limit is None or index < limit) and (deadline is None or time.perf_counter() < deadline):
+        n = BATCH if limit is None else min(BATCH, limit - index)
         examples = [make_example(config.seed, i, names, ctx) for i in range(index, index + n)]
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         batch = [(ex, {m: reference_ids(ref, ex.text, m) for m in ex.modes}) for ex in examples]
-        ref_seconds += time.perf_counter() - t0
+        ref_seconds += time.thread_time() - t0
         for inbox in inboxes:
             inbox.put(batch)
         index += n
         if time.perf_counter() >= next_progress:
             next_progress += PROGRESS_EVERY
             found = ", ".join(f"{r.name} {r.undeclared}" for r in runs if r.undeclared)
-            say(f"{index} examples in {time.perf_counter() - start:.0f}s; undeclared so far: {found or 'none'}")
-    for inbox in inboxes:
-        inbox.put(None)
+            elapsed = time.perf_counter() - start
+            say(f"{index} examples in {elapsed:.0f}s; undeclared so far: {found or 'none'}")
+    return index, ref_seconds
+
+
+def run_fuzz(config: FuzzConfig, say: Callable[[str], None] = lambda m: None) -> FuzzReport:
+    ref, fixtures, loaded, unloaded = _load(config, say)
+    if not loaded:
+        return FuzzReport(config, unloaded, 0, 0.0, 0.0, 0.0)
+    ctx = GenContext.build(ref, fixtures.probes)
+    ages = {cp: version for version, cp in ctx.new_code_points}
+    oracles = [
+        Oracle(
+            b,
+            StackTokenizer.load(config.artifact),
+            UnicodeDeclarations.for_backend(fixtures.divergences, b, ages),
+        )
+        for b, _ in loaded
+    ]
+    runs = [run for _, run in loaded]
+    inboxes: list[queue.Queue] = [queue.Queue(maxsize=QUEUE_BATCHES) for _ in loaded]
+    threads = [
+        threading.Thread(target=_worker, args=(o, r, q, config.keep), daemon=True)
+        for o, r, q in zip(oracles, runs, inboxes)
+    ]
     for t in threads:
-        t.join()
+        t.start()
+    start = time.perf_counter()
+    try:
+        examples, ref_seconds = _feed(config, ref, ctx, inboxes, runs, say)
+    finally:
+        for inbox in inboxes:
+            inbox.put(None)
+        for t in threads:
+            t.join()
     loop_seconds = time.perf_counter() - start
-    say(f"generated {index} examples in {loop_seconds:.1f}s; shrinking")
+    say(f"generated {examples} examples in {loop_seconds:.1f}s; shrinking")
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(1, len(oracles))) as pool:
+    with ThreadPoolExecutor(max_workers=len(oracles)) as pool:
         list(pool.map(shrink_backend, oracles, runs))
     order = {name: i for i, name in enumerate(config.backends)}
-    all_runs = sorted(runs + missing, key=lambda r: order[r.name])
-    return FuzzReport(config, all_runs, index, loop_seconds, time.perf_counter() - t0, ref_seconds)
+    all_runs = sorted(runs + unloaded, key=lambda r: order[r.name])
+    return FuzzReport(config, all_runs, examples, loop_seconds, time.perf_counter() - t0, ref_seconds)
 
 
 # ---------------------------------------------------------------- output
@@ -540,61 +610,86 @@ def _clip(text: str, limit: int = 100) -> str:
 
 
 def describe(cx: Counterexample) -> list[str]:
-    head = (f"DIVERGENCE {cx.backend} ({cx.mode}): generator={cx.generator} example={cx.index}, "
-            f"shrunk {len(cx.original)} -> {len(cx.text)} chars in {cx.shrunk.calls} calls, {cx.shrunk.seconds:.2f}s")
+    head = (
+        f"DIVERGENCE {cx.backend} ({cx.mode}): generator={cx.generator} example={cx.index}, "
+        f"shrunk {len(cx.original)} -> {len(cx.text)} chars in {cx.shrunk.calls} calls, "
+        f"{cx.shrunk.seconds:.2f}s"
+    )
     lines = [head, f"  input:   {_clip(cx.original)}", f"  minimal: {cx.text!r}"]
     if cx.kind == "raises":
         lines.append(f"  the backend raises: {cx.detail}")
     elif cx.window is not None:
         w = cx.window
-        lines.append(f"  first difference at id {w['position']} (reference {w['reference_len']} ids, "
-                     f"backend {w['backend_len']} ids)")
+        lines.append(
+            f"  first difference at id {w['position']} (reference {w['reference_len']} ids, "
+            f"backend {w['backend_len']} ids)"
+        )
         lines.append(f"    reference: {json.dumps(w['reference'], ensure_ascii=True)}")
         lines.append(f"    backend:   {json.dumps(w['backend'], ensure_ascii=True)}")
     return lines
+
+
+def _status(r: BackendRun) -> str:
+    if r.status in ("missing", "skipped"):
+        reason = r.reason if len(r.reason) <= 110 else r.reason[:105] + " ..."
+        return f"{r.status}: {reason}"
+    if r.status == "error":
+        fix = "fix the export" if r.reason.startswith("cannot load") else "fix its adapter"
+        return f"error: {r.reason} -> {fix}, then re-run"
+    return "diverged" if r.counterexamples else "ok"
+
+
+def _row(r: BackendRun) -> str:
+    if r.status in ("missing", "skipped") or (r.status == "error" and not r.examples):
+        return f"{r.name:20s} {r.version or '-':10s} {'':67s}  {_status(r)}"
+    return (
+        f"{r.name:20s} {r.version:10s} {r.examples:9d} {r.checks:9d} {r.seconds:9.2f} "
+        f"{r.rate:8.0f} {r.undeclared:10d} {r.declared:9d} {r.raises:7d}  {_status(r)}"
+    )
 
 
 def render(report: FuzzReport) -> str:
     lines: list[str] = []
     for cx in report.counterexamples:
         lines += describe(cx) + [""]
-    lines.append(f"{'backend':20s} {'version':10s} {'examples':>9s} {'checks':>9s} {'cpu s':>9s} "
-                 f"{'ex/s':>8s} {'undeclared':>10s} {'declared':>9s} {'raises':>7s}  status")
-    for r in report.runs:
-        if r.status == "missing":
-            reason = r.reason if len(r.reason) <= 110 else r.reason[:105] + " ..."
-            lines.append(f"{r.name:20s} {'-':10s} {'':>9s} {'':>9s} {'':>9s} {'':>8s} {'':>10s} {'':>9s} {'':>7s}"
-                         f"  missing: {reason}")
-            continue
-        status = "ok" if r.status == "ok" and not r.counterexamples else r.status if r.status != "ok" else "diverged"
-        if r.status == "error":
-            status = f"error: {r.reason} -> adapter bug: fix conformance/backends, then re-run"
-        lines.append(f"{r.name:20s} {r.version:10s} {r.examples:9d} {r.checks:9d} {r.seconds:9.2f} "
-                     f"{r.rate:8.0f} {r.undeclared:10d} {r.declared:9d} {r.raises:7d}  {status}")
+    lines.append(
+        f"{'backend':20s} {'version':10s} {'examples':>9s} {'checks':>9s} {'cpu s':>9s} "
+        f"{'ex/s':>8s} {'undeclared':>10s} {'declared':>9s} {'raises':>7s}  status"
+    )
+    lines += [_row(r) for r in report.runs]
+    lines.append("(ex/s: examples per CPU second inside the backend's encode, this thread only)")
     for r in report.runs:
         for cx in r.declared_examples:
-            lines.append(f"declared ({cx.declared}): {r.name} {cx.mode} e.g. {cx.text!r} "
-                         f"(shrunk from {len(cx.original)} chars)")
-    ran = [r for r in report.runs if r.status != "missing"]
+            lines.append(
+                f"declared ({cx.declared}): {r.name} {cx.mode} e.g. {cx.text!r} "
+                f"(shrunk from {len(cx.original)} chars)"
+            )
+    ran = [r for r in report.runs if r.status not in ("missing", "skipped")]
     checks = sum(r.checks for r in ran)
     rate = checks / report.loop_seconds if report.loop_seconds > 0 else 0.0
+    ref_rate = report.examples / report.reference_seconds if report.reference_seconds > 0 else 0.0
     cxs = report.counterexamples
     lines.append(
-        f"fuzz: seed {report.config.seed}, {report.examples} examples x {len(ran)} backends = {checks} checks "
-        f"in {report.loop_seconds:.1f}s ({rate:.0f} checks/s; reference {report.examples / max(report.reference_seconds, 1e-9):.0f} ex/s), "
+        f"fuzz: seed {report.config.seed}, {report.examples} examples x {len(ran)} backends "
+        f"= {checks} checks "
+        f"in {report.loop_seconds:.1f}s ({rate:.0f} checks/s; reference {ref_rate:.0f} ex/s), "
         f"shrinking {report.shrink_seconds:.1f}s; {len(cxs)} undeclared counterexample(s)"
     )
     if cxs:
-        lines.append("fix: re-export with `stacktok export` (or declare a cited divergence in fixtures/divergences.jsonl); "
-                     "replay with `stacktok gate DIR --probes " + (str(report.config.out) if report.config.out else "OUT.jsonl") + "`")
+        out = report.config.out or "OUT.jsonl"
+        lines.append(
+            "fix: re-export with `stacktok export`, or declare a cited divergence in "
+            f"fixtures/divergences.jsonl; replay with `stacktok gate DIR --probes {out}`"
+        )
     lines.append(f"verdict: {'FAIL' if report.exit_code else 'PASS'}")
     return "\n".join(lines)
 
 
 def probes_jsonl(report: FuzzReport) -> str:
     seed = report.config.seed
-    return "".join(json.dumps(cx.probe(seed), ensure_ascii=True, sort_keys=True) + "\n"
-                   for cx in report.counterexamples)
+    return "".join(
+        json.dumps(cx.probe(seed), ensure_ascii=True, sort_keys=True) + "\n" for cx in report.counterexamples
+    )
 
 
 # ------------------------------------------------------------------- CLI
@@ -610,25 +705,42 @@ def _generator_names(value: str) -> list[str]:
     names = [n.strip() for n in value.split(",") if n.strip()]
     unknown = [n for n in names if n not in GENERATORS]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown generator(s) {unknown}; choose from {', '.join(GENERATORS)}")
+        choose = ", ".join(GENERATORS)
+        raise argparse.ArgumentTypeError(f"unknown generator(s) {unknown}; choose from {choose}")
     return list(dict.fromkeys(names))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", type=Path, help="the checkpoint or tokenizer directory whose exports to fuzz")
     p.add_argument("--artifact", type=Path, default=None, help="frozen artifact (default: the shipped one)")
-    p.add_argument("--backends", type=_backend_names, default=list(DEFAULT_BACKENDS),
-                   help="comma list (default: every backend but the reference)")
+    p.add_argument(
+        "--backends",
+        type=_backend_names,
+        default=list(DEFAULT_BACKENDS),
+        help="comma list (default: every backend but the reference)",
+    )
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--seconds", type=float, default=None, help="generate inputs for this long")
-    budget.add_argument("--examples", type=int, default=None,
-                        help=f"check exactly this many inputs (default {DEFAULT_EXAMPLES}; deterministic)")
+    budget.add_argument(
+        "--examples",
+        type=int,
+        default=None,
+        help=f"check exactly this many inputs (default {DEFAULT_EXAMPLES}; deterministic)",
+    )
     p.add_argument("--seed", type=int, default=0, help="the input stream's seed (default 0)")
     p.add_argument("--out", type=Path, default=None, help="write minimal counterexamples here as probe JSONL")
-    p.add_argument("--generators", type=_generator_names, default=list(GENERATORS),
-                   help="comma list (default: all): " + ", ".join(GENERATORS))
-    p.add_argument("--keep", type=int, default=1,
-                   help="divergent inputs shrunk per backend, mode and generator (default 1)")
+    p.add_argument(
+        "--generators",
+        type=_generator_names,
+        default=list(GENERATORS),
+        help="comma list (default: all): " + ", ".join(GENERATORS),
+    )
+    p.add_argument(
+        "--keep",
+        type=int,
+        default=1,
+        help="divergent inputs shrunk per backend, mode and generator (default 1)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
@@ -643,12 +755,22 @@ def config_from_args(args: argparse.Namespace) -> FuzzConfig:
         root = Path(args.dir).resolve()
         out = args.out.resolve()
         if out == root or root in out.parents:
-            raise FuzzUsageError(f"{args.out} is inside {args.dir}: write counterexamples elsewhere "
-                                 "(fuzz never writes into the directory it checks)")
+            raise FuzzUsageError(
+                f"{args.out} is inside {args.dir}: write counterexamples elsewhere "
+                "(fuzz never writes into the directory it checks)"
+            )
     examples = args.examples if args.examples is not None or args.seconds is not None else DEFAULT_EXAMPLES
-    return FuzzConfig(directory=args.dir, artifact=args.artifact or shipped_artifact_path(),
-                      backends=args.backends, seed=args.seed, examples=examples, seconds=args.seconds,
-                      generators=args.generators, keep=args.keep, out=args.out)
+    return FuzzConfig(
+        directory=args.dir,
+        artifact=args.artifact or shipped_artifact_path(),
+        backends=args.backends,
+        seed=args.seed,
+        examples=examples,
+        seconds=args.seconds,
+        generators=args.generators,
+        keep=args.keep,
+        out=args.out,
+    )
 
 
 def main(args: argparse.Namespace) -> int:

@@ -9,10 +9,11 @@ output depends only on ``rng``'s state and ``ctx``, never on set order, time
 or hashing, so ``(seed, example index)`` reproduces every input.
 
 Generated text is valid Unicode (no lone surrogates). Code points assigned
-after the standard library's ``unicodedata`` tables come only from the
-version-labelled ``unicode_new`` probes (:attr:`GenContext.new_code_points`),
-and only rarely, so the fuzzer knows which Unicode version each of them was
-assigned in (see ``conformance.fuzz`` for how that decides *declared*).
+after the standard library's ``unicodedata`` tables are drawn on purpose only
+from the version-labelled ``unicode_new`` probes
+(:attr:`GenContext.new_code_points`), and rarely, so the fuzzer knows which
+Unicode version assigned them; random bytes and vocabulary bytes can produce
+others by chance (``conformance.fuzz`` explains how either decides *declared*).
 
 Out of scope: checking anything (``conformance.fuzz`` compares and shrinks),
 real programs or natural language (``code`` is code-*like*, ``codepoints`` is
@@ -41,48 +42,229 @@ PROBE_MAX_CHARS = 4000
 PROBE_WINDOW = 240
 
 SEPARATORS: tuple[str, ...] = (
-    " ", " ", " ", "", "", "\n", "\t", "  ", "\r\n", ".", ",", "-", "_", "/", "'", '"',
-    "(", ")", ":", ";", "0", "1", "\u00a0", "\u3000", "\n\n", " \n",
+    " ",
+    " ",
+    " ",
+    "",
+    "",
+    "\n",
+    "\t",
+    "  ",
+    "\r\n",
+    ".",
+    ",",
+    "-",
+    "_",
+    "/",
+    "'",
+    '"',
+    "(",
+    ")",
+    ":",
+    ";",
+    "0",
+    "1",
+    "\u00a0",
+    "\u3000",
+    "\n\n",
+    " \n",
 )
 WHITESPACE: tuple[str, ...] = (
-    " ", " ", " ", "\t", "\n", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", "\u0085",
-    "\u00a0", "\u1680", "\u2000", "\u2003", "\u2007", "\u2009", "\u200a", "\u2028",
-    "\u2029", "\u202f", "\u205f", "\u3000", "\u200b", "\u200d", "\u2060", "\ufeff", "\u180e",
+    " ",
+    " ",
+    " ",
+    "\t",
+    "\n",
+    "\n",
+    "\r",
+    "\r\n",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x1f",
+    "\u0085",
+    "\u00a0",
+    "\u1680",
+    "\u2000",
+    "\u2003",
+    "\u2007",
+    "\u2009",
+    "\u200a",
+    "\u2028",
+    "\u2029",
+    "\u202f",
+    "\u205f",
+    "\u3000",
+    "\u200b",
+    "\u200d",
+    "\u2060",
+    "\ufeff",
+    "\u180e",
 )
 DIGITS: tuple[str, ...] = (
-    "0123456789", "0123456789", "0123456789", "\u0660\u0661\u0662\u0663\u0669",
-    "\u0966\u0967\u0968\u096f", "\uff10\uff11\uff12\uff19", "\U0001d7ce\U0001d7cf\U0001d7d0",
-    "\u00b2\u00b3\u00b9\u00bc\u00bd", "\u2160\u2161\u216b\u3007", "\u0e50\u0e51\u0e59",
+    "0123456789",
+    "0123456789",
+    "0123456789",
+    "\u0660\u0661\u0662\u0663\u0669",
+    "\u0966\u0967\u0968\u096f",
+    "\uff10\uff11\uff12\uff19",
+    "\U0001d7ce\U0001d7cf\U0001d7d0",
+    "\u00b2\u00b3\u00b9\u00bc\u00bd",
+    "\u2160\u2161\u216b\u3007",
+    "\u0e50\u0e51\u0e59",
     "\u2460\u2461\u2473",
 )
 WORDS: tuple[str, ...] = (
-    "the", "The", "THE", "a", "I", "is", "to", "of", "and", "in", "it", "hello", "world",
-    "token", "x", "y", "self", "def", "return", "None", "café", "naïve", "Straße", "İstanbul",
-    "Ωmega", "мир", "日本語", "中文", "한국어", "ไทย", "עברית", "العربية", "हिन्दी", "🚀", "👍🏽",
+    "the",
+    "The",
+    "THE",
+    "a",
+    "I",
+    "is",
+    "to",
+    "of",
+    "and",
+    "in",
+    "it",
+    "hello",
+    "world",
+    "token",
+    "x",
+    "y",
+    "self",
+    "def",
+    "return",
+    "None",
+    "café",
+    "naïve",
+    "Straße",
+    "İstanbul",
+    "Ωmega",
+    "мир",
+    "日本語",
+    "中文",
+    "한국어",
+    "ไทย",
+    "עברית",
+    "العربية",
+    "हिन्दी",
+    "🚀",
+    "👍🏽",
 )
 CONTRACTIONS: tuple[str, ...] = ("s", "t", "re", "ve", "m", "ll", "d")
 APOSTROPHES: tuple[str, ...] = ("'", "'", "'", "'", "\u2019", "\u02bc", "`", "''")
 CODE_TOKENS: tuple[str, ...] = (
-    "==", "!=", "<=", ">=", "->", "=>", "::", "+=", "-=", "**", "//", "&&", "||", ">>=", "<<",
-    "...", "#", "/*", "*/", "{", "}", "[", "]", "(", ")", ";", ",", ".", ":", "=", "+", "-",
-    "*", "/", "%", "@", "&", "|", "^", "~", "!", "?", "<", ">", "\\", "$", "`",
+    "==",
+    "!=",
+    "<=",
+    ">=",
+    "->",
+    "=>",
+    "::",
+    "+=",
+    "-=",
+    "**",
+    "//",
+    "&&",
+    "||",
+    ">>=",
+    "<<",
+    "...",
+    "#",
+    "/*",
+    "*/",
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    ";",
+    ",",
+    ".",
+    ":",
+    "=",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "@",
+    "&",
+    "|",
+    "^",
+    "~",
+    "!",
+    "?",
+    "<",
+    ">",
+    "\\",
+    "$",
+    "`",
 )
 KEYWORDS: tuple[str, ...] = (
-    "def", "class", "return", "if", "else", "elif", "for", "while", "import", "from", "const",
-    "let", "var", "function", "int", "char", "void", "struct", "static", "fn", "pub", "impl",
-    "true", "false", "None", "null", "self", "this", "async", "await", "yield", "lambda",
+    "def",
+    "class",
+    "return",
+    "if",
+    "else",
+    "elif",
+    "for",
+    "while",
+    "import",
+    "from",
+    "const",
+    "let",
+    "var",
+    "function",
+    "int",
+    "char",
+    "void",
+    "struct",
+    "static",
+    "fn",
+    "pub",
+    "impl",
+    "true",
+    "false",
+    "None",
+    "null",
+    "self",
+    "this",
+    "async",
+    "await",
+    "yield",
+    "lambda",
 )
 #: scripts / blocks the ``codepoints`` generator draws from (name, first, last)
 SCRIPTS: tuple[tuple[str, int, int], ...] = (
-    ("latin", 0x0041, 0x024F), ("latin-ext", 0x1E00, 0x1EFF), ("ipa", 0x0250, 0x02FF),
-    ("combining", 0x0300, 0x036F), ("greek", 0x0370, 0x03FF), ("cyrillic", 0x0400, 0x052F),
-    ("armenian", 0x0530, 0x058F), ("hebrew", 0x0590, 0x05FF), ("arabic", 0x0600, 0x06FF),
-    ("devanagari", 0x0900, 0x097F), ("bengali", 0x0980, 0x09FF), ("tamil", 0x0B80, 0x0BFF),
-    ("thai", 0x0E00, 0x0E7F), ("georgian", 0x10A0, 0x10FF), ("ethiopic", 0x1200, 0x137F),
-    ("mongolian", 0x1800, 0x18AF), ("punctuation", 0x2000, 0x206F), ("letterlike", 0x2100, 0x218F),
-    ("math", 0x2200, 0x22FF), ("kana", 0x3040, 0x30FF), ("cjk", 0x4E00, 0x9FFF),
-    ("hangul", 0xAC00, 0xD7A3), ("fullwidth", 0xFF00, 0xFFEF), ("math-alnum", 0x1D400, 0x1D7FF),
-    ("emoji", 0x1F300, 0x1FAFF), ("cjk-ext-b", 0x20000, 0x2A6DF), ("controls", 0x0000, 0x00A0),
+    ("latin", 0x0041, 0x024F),
+    ("latin-ext", 0x1E00, 0x1EFF),
+    ("ipa", 0x0250, 0x02FF),
+    ("combining", 0x0300, 0x036F),
+    ("greek", 0x0370, 0x03FF),
+    ("cyrillic", 0x0400, 0x052F),
+    ("armenian", 0x0530, 0x058F),
+    ("hebrew", 0x0590, 0x05FF),
+    ("arabic", 0x0600, 0x06FF),
+    ("devanagari", 0x0900, 0x097F),
+    ("bengali", 0x0980, 0x09FF),
+    ("tamil", 0x0B80, 0x0BFF),
+    ("thai", 0x0E00, 0x0E7F),
+    ("georgian", 0x10A0, 0x10FF),
+    ("ethiopic", 0x1200, 0x137F),
+    ("mongolian", 0x1800, 0x18AF),
+    ("punctuation", 0x2000, 0x206F),
+    ("letterlike", 0x2100, 0x218F),
+    ("math", 0x2200, 0x22FF),
+    ("kana", 0x3040, 0x30FF),
+    ("cjk", 0x4E00, 0x9FFF),
+    ("hangul", 0xAC00, 0xD7A3),
+    ("fullwidth", 0xFF00, 0xFFEF),
+    ("math-alnum", 0x1D400, 0x1D7FF),
+    ("emoji", 0x1F300, 0x1FAFF),
+    ("cjk-ext-b", 0x20000, 0x2A6DF),
+    ("controls", 0x0000, 0x00A0),
 )
 
 
@@ -149,13 +331,14 @@ def category_pools() -> dict[str, array]:
     return dict(sorted(pools.items()))
 
 
+def _known(cp: int) -> bool:
+    return unicodedata.category(chr(cp)) not in ("Cs", "Cn")
+
+
 @functools.lru_cache(maxsize=1)
 def script_pools() -> dict[str, array]:
     """Script/block name -> its code points that the stdlib ``unicodedata`` knows."""
-    return {
-        name: array("I", (cp for cp in range(lo, hi + 1) if unicodedata.category(chr(cp)) not in ("Cs", "Cn")))
-        for name, lo, hi in SCRIPTS
-    }
+    return {name: array("I", (cp for cp in range(lo, hi + 1) if _known(cp))) for name, lo, hi in SCRIPTS}
 
 
 _UNASSIGNED = regex.compile(r"\p{Cn}")
@@ -173,7 +356,7 @@ def _never_assigned(rng: random.Random) -> str:
 # ------------------------------------------------------------------ generators
 def gen_codepoints(rng: random.Random, ctx: GenContext) -> str:
     """Random code points by general category or by script, with separators;
-    rarely (4 %) one from Unicode 15.1/16.0/17.0 (those hit declared divergences)."""
+    rarely (4 %) one new in Unicode 15.1+ from the labelled probes (declared divergences)."""
     n = rng.randint(1, 24)
     if rng.random() < 0.5:
         pools = category_pools()
@@ -222,9 +405,19 @@ def gen_vocab_single(rng: random.Random, ctx: GenContext) -> str:
 
 def _broken_special(rng: random.Random, special: str) -> str:
     forms = (
-        special, special, special[:-1], special[1:], special[:-2], special.upper(),
-        special[:2] + " " + special[2:], "<|" + special + "|>", special + special,
-        special.replace("|", ""), special[: len(special) // 2], "<" + special, special + ">",
+        special,
+        special,
+        special[:-1],
+        special[1:],
+        special[:-2],
+        special.upper(),
+        special[:2] + " " + special[2:],
+        "<|" + special + "|>",
+        special + special,
+        special.replace("|", ""),
+        special[: len(special) // 2],
+        "<" + special,
+        special + ">",
     )
     return rng.choice(forms)
 
@@ -249,8 +442,9 @@ def gen_whitespace(rng: random.Random, ctx: GenContext) -> str:
     """Runs of spaces, tabs, CR/LF and Unicode white space between words, digits, punctuation."""
     parts: list[str] = []
     for _ in range(rng.randint(1, 6)):
-        run = "".join(rng.choice(WHITESPACE[: rng.choice((3, 8, len(WHITESPACE)))])
-                      for _ in range(rng.randint(1, 12)))
+        run = "".join(
+            rng.choice(WHITESPACE[: rng.choice((3, 8, len(WHITESPACE)))]) for _ in range(rng.randint(1, 12))
+        )
         parts.append(run)
         r = rng.random()
         if r < 0.5:
@@ -297,19 +491,38 @@ def _identifier(rng: random.Random) -> str:
     r = rng.random()
     if r < 0.3:
         return rng.choice(KEYWORDS)
-    words = [rng.choice(("get", "set", "value", "x", "i", "self", "data", "node", "max", "tmp", "ID"))
-             for _ in range(rng.randint(1, 3))]
+    words = [
+        rng.choice(("get", "set", "value", "x", "i", "self", "data", "node", "max", "tmp", "ID"))
+        for _ in range(rng.randint(1, 3))
+    ]
     if r < 0.6:
         return "_".join(words)
-    return words[0] + "".join(w.capitalize() for w in words[1:]) + (str(rng.randint(0, 99)) if rng.random() < 0.3 else "")
+    suffix = str(rng.randint(0, 99)) if rng.random() < 0.3 else ""
+    return words[0] + "".join(w.capitalize() for w in words[1:]) + suffix
 
 
 def _literal(rng: random.Random) -> str:
-    return rng.choice((
-        str(rng.randint(0, 10**rng.randint(1, 9))), hex(rng.getrandbits(24)), f"{rng.random():.4g}",
-        "1_000_000", "1e-9", '"' + _identifier(rng) + '\\n"', "'" + rng.choice(WORDS) + "'",
-        'f"{' + _identifier(rng) + '}"', "0b1010", "True", "[]", "{}", "()",
-    ))
+    return rng.choice(
+        (
+            str(rng.randint(0, 10 ** rng.randint(1, 9))),
+            hex(rng.getrandbits(24)),
+            f"{rng.random():.4g}",
+            "1_000_000",
+            "1e-9",
+            '"' + _identifier(rng) + '\\n"',
+            "'" + rng.choice(WORDS) + "'",
+            'f"{' + _identifier(rng) + '}"',
+            "0b1010",
+            "True",
+            "[]",
+            "{}",
+            "()",
+        )
+    )
+
+
+def _operator(rng: random.Random) -> str:
+    return rng.choice(CODE_TOKENS)
 
 
 def gen_code(rng: random.Random, ctx: GenContext) -> str:
@@ -320,7 +533,8 @@ def gen_code(rng: random.Random, ctx: GenContext) -> str:
         toks: list[str] = []
         for _ in range(rng.randint(1, 8)):
             r = rng.random()
-            toks.append(_identifier(rng) if r < 0.45 else _literal(rng) if r < 0.65 else rng.choice(CODE_TOKENS))
+            pick_one = _identifier if r < 0.45 else _literal if r < 0.65 else _operator
+            toks.append(pick_one(rng))
         sep = rng.choice((" ", "", " ", "  "))
         line = indent + sep.join(toks)
         if rng.random() < 0.2:
@@ -335,7 +549,9 @@ def gen_random_bytes(rng: random.Random, ctx: GenContext) -> str:
     if rng.random() < 0.5:
         data = bytes(rng.getrandbits(8) for _ in range(n))
     else:
-        data = bytes(rng.randrange(0x20, 0x7F) if rng.random() < 0.8 else rng.getrandbits(8) for _ in range(n))
+        data = bytes(
+            rng.randrange(0x20, 0x7F) if rng.random() < 0.8 else rng.getrandbits(8) for _ in range(n)
+        )
     return data.decode("utf-8", errors="replace")
 
 
