@@ -99,7 +99,7 @@ from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
 from stacktok_export.pretokenize import compile_pattern
 
-from .backends import REGISTRY, load_backend
+from .backends import REGISTRY, backend_list, load_backend
 from .fixtures import Divergence, FixtureError, FixtureSet, Probe
 from .generators import GENERATORS, GenContext, pick
 from .layout import Exports, LayoutError
@@ -694,11 +694,10 @@ def probes_jsonl(report: FuzzReport) -> str:
 
 # ------------------------------------------------------------------- CLI
 def _backend_names(value: str) -> list[str]:
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    unknown = [n for n in names if n not in REGISTRY]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown backend(s) {unknown}; choose from {', '.join(REGISTRY)}")
-    return list(dict.fromkeys(names))
+    names = list(dict.fromkeys(backend_list(value)))
+    if not names:
+        raise argparse.ArgumentTypeError(f"name at least one backend; choose from {', '.join(REGISTRY)}")
+    return names
 
 
 def _generator_names(value: str) -> list[str]:
