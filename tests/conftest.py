@@ -23,6 +23,16 @@ PROBE = (
 )
 
 
+def need(module: str, extra: str):
+    """Import a backend the tests require; a missing one FAILS (never skips, never passes)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        pytest.fail(f"{module} is required by this test ({exc}); pip install -e '.[{extra}]'", pytrace=False)
+
+
 def stdlib_text(max_bytes: int) -> str:
     """Deterministic real text: CPython stdlib sources, sorted by path."""
     root = sysconfig.get_paths()["stdlib"]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from stacktok_export import SPECIAL_TOKENS, SPLIT_PATTERN, StackTokenizer
 from stacktok_export.trainer import train_merges
 
-from .conftest import PROBE, stdlib_text
+from .conftest import PROBE, need, stdlib_text
 
 TOY_CORPUS = "the quick brown fox jumps over the lazy dog. " * 200
 
@@ -112,7 +112,7 @@ def test_overlapping_pairs_merge_left_to_right() -> None:
 
 def test_merges_equal_rustbpe_on_real_text() -> None:
     """An independent Rust trainer learns the same merges on ~3 MB of real text."""
-    rustbpe = pytest.importorskip("rustbpe", reason="install the test extra: pip install .[test]")
+    rustbpe = need("rustbpe", "test")
     text = stdlib_text(3_000_000)
     docs = [text[i : i + 100_000] for i in range(0, len(text), 100_000)]
     ours = StackTokenizer()

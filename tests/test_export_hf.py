@@ -15,11 +15,11 @@ from stacktok_export import SPECIAL_TOKENS, StackTokenizer
 from stacktok_export.chat import render_conversation
 from stacktok_export.export.hf import to_hf_tokenizer, to_transformers
 
-from .conftest import SHIPPED_HF
+from .conftest import SHIPPED_HF, need
 from .strings import HARD_STRINGS, heldout_slice
 
-tokenizers = pytest.importorskip("tokenizers", reason="pip install .[hf]")
-transformers = pytest.importorskip("transformers", reason="pip install .[hf]")
+tokenizers = need("tokenizers", "hf")
+transformers = need("transformers", "hf")
 
 TEXTS = HARD_STRINGS + [heldout_slice()]
 

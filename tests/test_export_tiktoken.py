@@ -9,10 +9,10 @@ import pytest
 from stacktok_export import StackTokenizer
 from stacktok_export.export.tiktoken_fmt import load_tiktoken_file, parse_tiktoken, to_tiktoken
 
-from .conftest import ROOT
+from .conftest import ROOT, need
 from .strings import HARD_STRINGS, heldout_slice
 
-tiktoken = pytest.importorskip("tiktoken", reason="pip install .[tiktoken]")
+tiktoken = need("tiktoken", "tiktoken")
 
 TIKTOKEN_FILE = ROOT / "tokenizer" / "stack100m-32768.tiktoken"
 TEXTS = HARD_STRINGS + [heldout_slice()]
