@@ -247,7 +247,7 @@ def _special_id_checks(ctx: _Ctx) -> list[Check]:
                 f"set generation_config.json eos_token_id to [{eos}, {end}] (vllm#4180)",
             )
         )
-    pads = {v for k, v in seen.items() if k == "pad" for _, v in v}
+    pads = {p for _, value in seen["pad"] for p in (value if isinstance(value, list) else [value])}
     out.append(
         _c(
             "config.pad_not_eos",
