@@ -218,7 +218,6 @@ def run_gate(args: argparse.Namespace) -> int:
         "versions": versions,
         "fixtures": fixtures.hashes,
         "generator_seeds": fixtures.generator_seeds(),
-        "timings": {r.name: r.seconds for r in results},
         "checks": [r.__dict__ for r in rows],
     }
     if args.json:

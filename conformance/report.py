@@ -3,8 +3,8 @@
 The human table has one line per backend and version (probes run /
 identical / diverged / declared, status), then for each failing backend and
 check the first divergence window (probe id, position, three ids either side
-with their bytes, from both sides). JSON has everything, with sorted keys and
-no timestamps, so the same inputs give the same bytes.
+with their bytes, from both sides). JSON has everything but wall
+times, with sorted keys, so the same inputs give the same bytes.
 
 Out of scope: deciding pass/fail (``verdict``) beyond counting undeclared failures.
 """
@@ -90,7 +90,7 @@ def to_json(results: Sequence[BackendResult], *, meta: dict[str, Any], stale: Se
         "meta": meta,
         "backends": {
             r.name: {
-                **{k: v for k, v in asdict(r).items() if k != "failures"},
+                **{k: v for k, v in asdict(r).items() if k not in ("failures", "seconds")},
                 "failures": [asdict(f) for f in r.failures[:200]],
                 "failures_total": len(r.failures),
             }

@@ -461,3 +461,30 @@ def test_shipped_directory_passes_the_full_gate(data) -> None:
         ]
     )
     assert args.func(args) == 0, sorted(failing(json.loads(report.read_text())))
+
+
+def test_reports_are_deterministic(tmp_path, data) -> None:
+    """Same inputs -> byte-identical JSON and Markdown (no wall times, sorted keys)."""
+    ckpt = make_checkpoint(tmp_path / "ckpt")
+    outs = []
+    for n in range(2):
+        js, md = data["out"] / f"det{n}.json", data["out"] / f"det{n}.md"
+        args = build_parser().parse_args(
+            [
+                "gate",
+                str(ckpt),
+                "--only-user-data",
+                "--quiet",
+                "--probes",
+                str(data["probes"]),
+                "--backends",
+                "reference,tokenizers,tiktoken",
+                "--json",
+                str(js),
+                "--markdown",
+                str(md),
+            ]
+        )
+        assert args.func(args) == 0
+        outs.append((js.read_bytes(), md.read_bytes()))
+    assert outs[0] == outs[1]
