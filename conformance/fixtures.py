@@ -23,7 +23,14 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+def _fixtures_dir() -> Path:
+    """``fixtures/`` of a checkout, else the copy packaged in the wheel."""
+    here = Path(__file__).resolve().parent
+    checkout = here.parent / "fixtures"
+    return checkout if (checkout / "probes.jsonl").is_file() else here / "shipped_fixtures"
+
+
+FIXTURES = _fixtures_dir()
 
 
 class FixtureError(ValueError):

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from stacktok_export import StackTokenizer
-from stacktok_export.export import render_exports
-from stacktok_export.export.hf import DECODER_JSON, FINGERPRINT_KEY, pre_tokenizer_json
+from stacktok_export.export.hf import DECODER_JSON, FINGERPRINT_KEY, hf_files, pre_tokenizer_json
+from stacktok_export.export.tiktoken_fmt import tiktoken_text
 
 from .layout import Exports
 
@@ -82,7 +82,7 @@ def _read_gguf(path: Path) -> dict[str, tuple[Any, str]] | dict[str, str]:
     try:
         import gguf
     except ImportError:
-        return {"__error__": "gguf is not installed; pip install 'stacktok[gguf]'"}
+        return {"__missing__": "gguf is not installed; pip install 'stacktok[gguf]'"}
     try:
         reader = gguf.GGUFReader(path)
     except Exception as exc:  # gguf-py raises bare ValueError/struct errors on bad files
@@ -94,6 +94,10 @@ def _read_gguf(path: Path) -> dict[str, tuple[Any, str]] | dict[str, str]:
             kind = f"ARRAY[{fld.types[1].name}]"
         out[name] = (fld.contents(), kind)
     return out
+
+
+def _gguf_unreadable(g: dict[str, Any]) -> bool:
+    return "__error__" in g or "__missing__" in g
 
 
 def _c(check: str, ok: bool, message: str, fix: str, *, warn: bool = False) -> Check:
@@ -125,7 +129,7 @@ def check_provenance(ctx: _Ctx) -> list[Check]:
                 "this directory was exported from a different artifact: re-export from the frozen one",
             )
         )
-    if ctx.gguf and "__error__" not in ctx.gguf:
+    if ctx.gguf and not _gguf_unreadable(ctx.gguf):
         gfp = ctx.gguf.get("stacktok.fingerprint", (None, ""))[0]
         out.append(
             _c(
@@ -139,23 +143,27 @@ def check_provenance(ctx: _Ctx) -> list[Check]:
     return out
 
 
-def _files_identical(ctx: _Ctx) -> Check:
-    expected = render_exports(ctx.ref)
-    present = {}
+def _expected_files(ctx: _Ctx) -> dict[Path, bytes]:
+    """What `stacktok export` writes for each export file present in the directory."""
+    expected: dict[Path, bytes] = {}
     if ctx.dir is not None:
-        for rel, data in expected.items():
-            if "-hf/" in rel:
-                present[rel.split("/", 1)[1]] = (ctx.dir / rel.split("/", 1)[1], data)
+        for name, data in hf_files(ctx.ref).items():
+            expected[ctx.dir / name] = data
     if ctx.x.tiktoken:
-        present[ctx.x.tiktoken.name] = (
-            ctx.x.tiktoken,
-            next(v for k, v in expected.items() if k.endswith(".tiktoken")),
-        )
+        expected[ctx.x.tiktoken] = tiktoken_text(ctx.ref).encode("ascii")
     if ctx.x.gguf:
-        present[ctx.x.gguf.name] = (ctx.x.gguf, next(v for k, v in expected.items() if k.endswith(".gguf")))
-    differ = [
-        name for name, (path, data) in sorted(present.items()) if path.is_file() and path.read_bytes() != data
-    ]
+        try:
+            from stacktok_export.export.gguf_fmt import gguf_bytes
+
+            expected[ctx.x.gguf] = gguf_bytes(ctx.ref)
+        except ImportError:  # gguf not installed: the GGUF checks report it
+            pass
+    return expected
+
+
+def _files_identical(ctx: _Ctx) -> Check:
+    expected = _expected_files(ctx)
+    differ = sorted(p.name for p, data in expected.items() if p.is_file() and p.read_bytes() != data)
     return _c(
         "provenance.files",
         not differ,
@@ -220,7 +228,7 @@ def _special_id_checks(ctx: _Ctx) -> list[Check]:
         for name, data in (("config.json", cfg), ("generation_config.json", gen)):
             if key + "_token_id" in data:
                 seen[key].append((name, data[key + "_token_id"]))
-        if ctx.gguf and "__error__" not in ctx.gguf:
+        if ctx.gguf and not _gguf_unreadable(ctx.gguf):
             gkey = "padding" if key == "pad" else key
             if f"tokenizer.ggml.{gkey}_token_id" in ctx.gguf:
                 seen[key].append(("GGUF", ctx.gguf[f"tokenizer.ggml.{gkey}_token_id"][0]))
@@ -272,7 +280,7 @@ def _bos_checks(ctx: _Ctx) -> list[Check]:
     post = tj.get("post_processor")
     if post and _post_adds_tokens(post):
         adders.append(f"tokenizer.json post_processor {post.get('type')}")
-    if ctx.gguf and "__error__" not in ctx.gguf:
+    if ctx.gguf and not _gguf_unreadable(ctx.gguf):
         if ctx.gguf.get("tokenizer.ggml.add_bos_token", (False,))[0]:
             adders.append("GGUF tokenizer.ggml.add_bos_token")
         if ctx.gguf.get("tokenizer.ggml.pre", ("",))[0] in ("llama-bpe", "llama3"):
@@ -439,7 +447,7 @@ def check_chat_files(ctx: _Ctx) -> list[Check]:
             "wrap assistant content and <|end|> in {% generation %}...{% endgeneration %}",
         )
     )
-    if ctx.gguf and "__error__" not in ctx.gguf:
+    if ctx.gguf and not _gguf_unreadable(ctx.gguf):
         gt = ctx.gguf.get("tokenizer.chat_template", (None,))[0]
         out.append(
             _c(
@@ -474,6 +482,8 @@ def check_gguf(ctx: _Ctx) -> list[Check]:
     g = ctx.gguf
     if g is None:
         return []
+    if "__missing__" in g:
+        return [Check("gguf.readable", "files", "missing", g["__missing__"], "pip install 'stacktok[gguf]'")]
     if "__error__" in g:
         return [_c("gguf.readable", False, g["__error__"], "re-export the GGUF with `stacktok export`")]
     wrong = [

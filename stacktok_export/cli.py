@@ -315,6 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("stacktok: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `stacktok info | head`
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
