@@ -219,4 +219,6 @@ def bench(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """Ruff lint and format check."""
     session.install("ruff")
-    session.run("ruff", "check", "stacktok_export", "tests", "benchmarks", "noxfile.py")
+    paths = ("stacktok_export", "conformance", "tests", "benchmarks", "scripts", "noxfile.py")
+    session.run("ruff", "check", *paths)
+    session.run("ruff", "format", "--check", *paths)

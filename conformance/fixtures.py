@@ -23,6 +23,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+
 def _fixtures_dir() -> Path:
     """``fixtures/`` of a checkout, else the copy packaged in the wheel."""
     here = Path(__file__).resolve().parent
