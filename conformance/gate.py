@@ -80,6 +80,18 @@ def _conformance_rows(results: Sequence[BackendResult]) -> list[Check]:
     return rows
 
 
+def _served_rows(exports: Exports, ref: StackTokenizer, fixtures: FixtureSet, say) -> list[Check]:
+    """Opt-in: start vLLM's OpenAI server on 127.0.0.1 over DIR's tokenizer (conformance.served)."""
+    if exports.hf_dir is None:
+        return [Check("served", "vllm-server", "skip", "no tokenizer.json to serve", "")]
+    from .served import check_served
+
+    say("served path: tiny random-weight Llama + vLLM OpenAI server on 127.0.0.1")
+    return check_served(
+        exports.hf_dir, ref, fixtures.probes, fixtures.chats, progress=say, divergences=fixtures.divergences
+    )
+
+
 def _table(rows: Sequence[Check]) -> str:
     mark = {
         "pass": "PASS",
@@ -188,6 +200,8 @@ def run_gate(args: argparse.Namespace) -> int:
     )
     results, stale, _ = run_suite(exports, fixtures, args.backends, progress=say, workers=args.workers)
     rows += _conformance_rows(results)
+    if args.serve_vllm:
+        rows += _served_rows(exports, ref, fixtures, say)
     rows += [
         Check(
             "conformance.declarations",
@@ -199,6 +213,8 @@ def run_gate(args: argparse.Namespace) -> int:
         for s in stale
     ]
     missing_required = [r.name for r in results if r.status == "missing" and r.name in args.require]
+    if args.serve_vllm and any(r.check == "served" and r.status == "missing" for r in rows):
+        missing_required.append("vllm-server")  # --serve-vllm asks for it explicitly
     seconds = time.perf_counter() - start
     failed = any(r.status == "fail" for r in rows)
     code = 2 if missing_required else 1 if failed else 0
@@ -246,6 +262,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--only-user-data",
         action="store_true",
         help="skip the shipped probes and chats; run only --probes/--text/--chats",
+    )
+    p.add_argument(
+        "--serve-vllm",
+        action="store_true",
+        help="also start vLLM's OpenAI server on 127.0.0.1 and check /tokenize, /detokenize, eos "
+        "(needs a CPU or GPU vLLM; see conformance/INSTALL-served.md)",
     )
     p.add_argument("--workers", type=int, default=2, help="backends run in parallel (default 2)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
