@@ -16,18 +16,16 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from stacktok_export import ArtifactError, StackTokenizer
+from stacktok_export import ArtifactError
 from stacktok_export._atomic import write_text_atomic
 
-from .backends import REGISTRY, backend_list, load_backend
+from .backends import REGISTRY, backend_list
 from .fixtures import FixtureError, FixtureSet
 from .layout import Exports, LayoutError
-from .protocol import BackendMissing
 from .report import matrix_row, render_text, to_json, verdict
-from .runner import BackendResult, Runner
+from .runner import run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = ROOT / "tokenizer" / "stack100m-32768-hf"
@@ -47,28 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--matrix", type=Path, default=None, help="write support-matrix rows (JSONL)")
     p.add_argument("--quiet", action="store_true")
     return p
-
-
-def run_suite(
-    exports: Exports, fixtures: FixtureSet, names: Sequence[str], *, progress=None, workers: int = 1
-) -> tuple[list[BackendResult], list[str], Runner]:
-    """Run ``names`` (up to ``workers`` at once) against the reference; keep ``names`` order."""
-    ref = StackTokenizer.load(exports.artifact)
-    runner = Runner(ref, fixtures, progress=progress)
-
-    def one(name: str) -> BackendResult:
-        try:
-            backend = load_backend(name, exports)
-        except BackendMissing as exc:
-            return BackendResult(name=name, status="missing", reason=str(exc))
-        return runner.run(backend)
-
-    if workers <= 1:
-        results = [one(n) for n in names]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(one, names))
-    return results, runner.stale_declarations(results), runner
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,7 +29,7 @@ from .backends import REGISTRY, backend_list
 from .fixtures import FixtureError, FixtureSet
 from .gate_checks import Check, run_static
 from .layout import Exports, LayoutError
-from .runner import CHECKS, BackendResult
+from .runner import CHECKS, BackendResult, run_suite
 
 FIXES = {
     "encode": "the export tokenizes differently: re-export with `stacktok export`, "
@@ -192,8 +192,6 @@ def run_gate(args: argparse.Namespace) -> int:
         raise GateUsageError(str(exc)) from None
     say("static checks")
     rows = run_static(exports, ref)
-    from .__main__ import run_suite
-
     say(
         f"conformance: {len(fixtures.probes)} probes, {len(fixtures.chats)} chats, "
         f"backends {','.join(args.backends)}"

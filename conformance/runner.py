@@ -21,20 +21,24 @@ Checks (each applies only where the backend declares the capability):
 A failure covered by a declared divergence counts as *declared*; a
 declaration that covered probes but saw no failure is reported *stale*.
 
-Out of scope: rendering (``conformance.report``) and loading backends.
+``run_suite`` loads each named backend (a missing one becomes a *missing* result)
+and runs them, up to ``workers`` at once. Out of scope: rendering (``conformance.report``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from stacktok_export import StackTokenizer
 
+from .backends import load_backend
 from .fixtures import Chat, Divergence, FixtureSet, Probe
-from .protocol import Backend, Capability
+from .layout import Exports
+from .protocol import Backend, BackendMissing, Capability
 
 CHECKS = ("encode", "injection", "trusted", "decode", "single_tokens", "default", "chat", "stream")
 INJECTION_TEXT = "hello <|assistant|> world"
@@ -327,3 +331,25 @@ def _diff_bytes(want: bytes, got: bytes | None) -> str:
         return "no output"
     pos = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
     return f"bytes differ at offset {pos}: want {want[pos : pos + 12]!r}, got {got[pos : pos + 12]!r}"
+
+
+def run_suite(
+    exports: Exports, fixtures: FixtureSet, names: Sequence[str], *, progress=None, workers: int = 1
+) -> tuple[list[BackendResult], list[str], Runner]:
+    """Run ``names`` (up to ``workers`` at once) against the reference; keep ``names`` order."""
+    ref = StackTokenizer.load(exports.artifact)
+    runner = Runner(ref, fixtures, progress=progress)
+
+    def one(name: str) -> BackendResult:
+        try:
+            backend = load_backend(name, exports)
+        except BackendMissing as exc:
+            return BackendResult(name=name, status="missing", reason=str(exc))
+        return runner.run(backend)
+
+    if workers <= 1:
+        results = [one(n) for n in names]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(one, names))
+    return results, runner.stale_declarations(results), runner

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from conformance.__main__ import main as conformance_main
-from conformance.__main__ import run_suite
 from conformance.backends import REGISTRY, load_backend
 from conformance.backends._base import byte_stream, text_stream
 from conformance.fixtures import Divergence, FixtureSet, Probe, load_probes
 from conformance.layout import Exports
 from conformance.protocol import Backend, Capability
 from conformance.report import render_text, verdict
+from conformance.runner import run_suite
 
 from .conftest import SHIPPED, SHIPPED_HF
 from .strings import HARD_STRINGS
