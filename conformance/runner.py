@@ -75,9 +75,14 @@ class BackendResult:
         counts[outcome] += 1
 
 
+def first_difference(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """Index of the first differing element (the shorter length if one is a prefix)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
 def first_window(ref: Sequence[int], got: Sequence[int], tok: StackTokenizer) -> dict[str, Any]:
     """Position of the first differing id and three ids either side, with bytes, from both."""
-    pos = next((i for i, (a, b) in enumerate(zip(ref, got)) if a != b), min(len(ref), len(got)))
+    pos = first_difference(ref, got)
     lo = max(0, pos - 3)
 
     def side(ids: Sequence[int]) -> list[list[Any]]:
@@ -329,7 +334,7 @@ class Runner:
 def _diff_bytes(want: bytes, got: bytes | None) -> str:
     if got is None:
         return "no output"
-    pos = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+    pos = first_difference(want, got)
     return f"bytes differ at offset {pos}: want {want[pos : pos + 12]!r}, got {got[pos : pos + 12]!r}"
 
 

@@ -75,6 +75,7 @@ from stacktok_export import StackTokenizer
 from stacktok_export.chat import ChatFormatError, render_conversation
 
 from .gate_checks import Check
+from .runner import first_difference
 
 BACKEND = "vllm-server"
 SERVED_NAME = "stacktok-tiny"
@@ -436,13 +437,6 @@ def _excerpt(text: str, n: int = 40) -> str:
     return repr(text if len(text) <= n else text[:n] + "…")
 
 
-def _first_diff(a: Sequence[int], b: Sequence[int]) -> int:
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return i
-    return min(len(a), len(b))
-
-
 def _window(ids: Sequence[int], pos: int) -> list[int]:
     return list(ids[max(0, pos - 3) : pos + 4])
 
@@ -637,7 +631,7 @@ def _served_rows(
         body = {"model": model, "prompt": text, "add_special_tokens": False}
         got = server.request("/tokenize", body)["tokens"]
         if got != want:
-            pos = _first_diff(got, want)
+            pos = first_difference(got, want)
             tok.fail(
                 item,
                 f"probe {item.id} ({_excerpt(text)}) at id {pos}: server {_window(got, pos)} "
@@ -683,7 +677,7 @@ def _served_rows(
                     )
             return
         if got != want:
-            pos = _first_diff(got, want)
+            pos = first_difference(got, want)
             msg.fail(
                 item,
                 f"chat {item.id} at id {pos}: server {_window(got, pos)} "
@@ -731,7 +725,7 @@ def _served_rows(
             seen.append(ids)
             got = server.request("/detokenize", {"model": model, "tokens": ids})["prompt"]
             if got != text:
-                pos = _first_diff(got, text)
+                pos = first_difference(got, text)
                 det.fail(
                     item,
                     f"probe {item.id} ({kind} ids) at char {pos}: "
