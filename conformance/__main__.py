@@ -21,11 +21,13 @@ from pathlib import Path
 from stacktok_export import ArtifactError
 from stacktok_export._atomic import write_text_atomic
 
-from .backends import REGISTRY, backend_list
+from .backends import REGISTRY, backend_list, check_selection
 from .fixtures import FixtureError, FixtureSet
 from .layout import Exports, LayoutError
-from .report import matrix_row, render_text, to_json, verdict
-from .runner import run_suite
+from .report import matrix_row, render_text, to_json
+from .rows import exit_code, verdict_line
+from .runner import result_rows, run_suite
+from .validate import InputError, validate_directory
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = ROOT / "tokenizer" / "stack100m-32768-hf"
@@ -51,14 +53,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     progress = None if args.quiet else (lambda msg: print(f"  .. {msg}", file=sys.stderr, flush=True))
     try:
+        problem = check_selection(args.backends, args.require)
+        if problem:
+            raise LayoutError(problem)
         exports = Exports.discover(args.dir, artifact=args.artifact)
+        validate_directory(exports, directory=args.dir)
         fixtures = FixtureSet.load(probes=args.probes, chats=args.chats, texts=args.text)
         results, stale, _ = run_suite(exports, fixtures, args.backends, progress=progress)
-    except (LayoutError, FixtureError, ArtifactError) as exc:
+    except (LayoutError, FixtureError, ArtifactError, InputError) as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
         return 2
+    rows = result_rows(results, stale=stale)
     print(render_text(results, stale=stale))
-    required_missing = [r.name for r in results if r.status == "missing" and r.name in args.require]
+    required_missing = [r.name for r in results if r.status in ("missing", "skip") and r.name in args.require]
     for name in required_missing:
         print(f"conformance: error: required backend {name} is missing", file=sys.stderr)
     meta = {
@@ -74,7 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.matrix:
         rows = [json.dumps(matrix_row(r), sort_keys=True) for r in results]
         write_text_atomic(args.matrix, "\n".join(rows) + "\n")
-    return verdict(results, stale=stale, required_missing=required_missing)
+    code = exit_code(rows, required_missing=required_missing)
+    print(f"verdict: {verdict_line(rows, code)}")
+    return code
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ from stacktok_export.bpe import shipped_artifact_path
 from stacktok_export.export.bytelevel import from_chars
 from stacktok_export.pretokenize import LLAMA3_PATTERN, engine_info
 
+from .declared import UNICODE_TABLES, Shape, choose_shape
 from .fixtures import FIXTURES, FixtureError, load_divergences, version_matches
 from .layout import Exports
 from .protocol import BackendMissing
@@ -78,7 +79,6 @@ SENTINELS: tuple[tuple[str, int], ...] = (
     ("17.0", 0x323B0),
     ("18.0", 0x3D000),
 )
-CONTRACTIONS = ("'s", "'t", "'re", "'ve", "'m", "'ll", "'d")
 #: a stand-in character of each class the Llama-3 split depends on
 STAND_INS = {"L": "a", "N": "5", "S": "\u2003", "O": "!"}
 SANITY_TEXT = "Hello world, it's 2026!\n\tdef f(x):\n        return x ** 2  # ok\r\n"
@@ -559,36 +559,6 @@ def broken_merges(subject: str, problems: list[str]) -> list[Finding]:
 
 
 # ------------------------------------------------------------ unicode tables
-@dataclass(frozen=True)
-class Shape:
-    """Per code point ``c``: ``" {c}'s{c}000"``.
-
-    ``{c}'s`` keeps the contraction token only if ``c`` is a letter, number or
-    space (otherwise ``c'`` is one punctuation run); ``{c}000`` keeps the
-    ``000`` token only if ``c`` is not a number (otherwise ``c00`` + ``0``).
-    Both pieces are single tokens in a trained vocabulary (``strong``), so a
-    different classification always changes the ids. Shapes are independent:
-    a block's ids are the concatenation of its shapes' ids.
-    """
-
-    contraction: str = "'s"
-    digits: str = "000"
-    strong: bool = True
-
-    def text(self, ch: str) -> str:
-        return f" {ch}{self.contraction}{ch}{self.digits}"
-
-    def block(self, cps: Sequence[int]) -> str:
-        return "".join(self.text(chr(c)) for c in cps)
-
-
-def choose_shape(tok: StackTokenizer) -> Shape:
-    """The contraction and digit triple that are single tokens of ``tok``."""
-    one = [c for c in CONTRACTIONS if len(tok._bpe(c.encode())) == 1]
-    three = [d * 3 for d in "0123456789" if len(tok._bpe((d * 3).encode())) == 1]
-    return Shape(one[0] if one else "'s", three[0] if three else "000", bool(one and three))
-
-
 def all_code_points() -> list[int]:
     return [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
 
@@ -712,11 +682,8 @@ def render_exports(
 
 
 def declared_divergences(name: str, version: str) -> list[str]:
-    """Ids of the Unicode divergences declared for backend ``name`` at ``version``.
-
-    Read from ``fixtures/divergences.jsonl``; a Unicode divergence is one whose
-    id mentions ``unicode`` (the suite's naming convention).
-    """
+    """Ids of the ``unicode_tables`` declarations for backend ``name`` at ``version``
+    (``fixtures/divergences.jsonl``; the rule itself is ``conformance.declared``)."""
     try:
         divs = load_divergences(FIXTURES / "divergences.jsonl")
     except (FixtureError, OSError):
@@ -724,7 +691,7 @@ def declared_divergences(name: str, version: str) -> list[str]:
     return sorted(
         d.id
         for d in divs
-        if d.backend == name and "unicode" in d.id.lower() and version_matches(version, d.versions)
+        if d.backend == name and d.cause == UNICODE_TABLES and version_matches(version, d.versions)
     )
 
 
@@ -789,8 +756,9 @@ def _version_key(v: str) -> tuple[int, ...]:
 
 def undeclared_versions(scan: Scan) -> list[str]:
     """Sentinel versions the backend does not know and no declared divergence names."""
-    declared = " ".join(scan.declared)
-    return [v for v, cls in scan.sentinels.items() if cls == "O" and f"unicode-{v}" not in declared]
+    if scan.declared:  # a unicode_tables declaration covers every code point the backend splits differently
+        return []
+    return [v for v, cls in scan.sentinels.items() if cls == "O"]
 
 
 def grouped_ranges(tok: StackTokenizer, shape: Shape, scan: Scan) -> list[dict[str, Any]]:

@@ -34,36 +34,18 @@ ids +-3 with bytes from both sides) and written to ``--out`` as probe JSONL
 (category ``fuzz``), deduplicated by (backend, mode, minimal text), ready for
 ``stacktok gate --probes FILE`` and for ``fixtures/``.
 
-Declared divergences -- the rule. Declarations in ``fixtures/divergences.jsonl``
-name probe ids or categories, which fuzz inputs do not have. The only
-declarations that can apply to a generated input are the Unicode-version ones
-(probe glob ``unicode_new-v{VERSION}-*`` or category ``unicode_new``): a
-backend whose tables predate the code points. For backend B:
-
-1. A code point is *declared for B* if (a) its Unicode version is known from
-   the version-labelled ``unicode_new`` probes (``generators.code_point_ages``)
-   and a declaration of B covers the synthetic probe
-   ``unicode_new-v{VERSION}-fuzz`` (category ``unicode_new``, check
-   ``encode``, B's version -- ``Divergence.covers`` decides, so globs and
-   version specifiers work as in the gate); or (b) its version is unknown, it
-   is assigned in the reference's ``regex`` tables but unassigned in the
-   standard library's ``unicodedata`` (so it is newer than those), and B has
-   at least one ``unicode_new`` declaration.
-2. A divergent input is *declared* when it contains a declared code point
-   and the same input with every declared code point removed no longer
-   diverges (same mode). Otherwise it is undeclared, and the input with those
-   code points removed is what gets shrunk -- so an undeclared divergence can
-   never hide behind a declared one. A declared input is shrunk keeping both
-   properties, only for display (one per backend), and is not written to
-   ``--out`` (the gate could not match it by probe id).
-3. The trusted path splits non-special text with the same regex, so the
-   ``encode`` declarations are applied to both modes.
-
-Rule (1b) cannot tell which Unicode version assigned a code point (neither
-``regex`` nor the standard library exposes ages), so it may excuse a code
-point older than B's tables; the generators emit new code points on purpose
-only from the labelled pool, so (1b) matters only for the rare ones that
-random bytes or vocabulary tokens produce.
+Declared divergences -- the rule is :mod:`conformance.declared`'s, the same
+the gate applies. Fuzz inputs have no probe ids, so only ``unicode_tables``
+declarations can apply: a code point is *declared for B* when B has such a
+declaration and splits text around it differently from the reference
+(measured, cached). A divergent input is *declared* when it contains a
+declared code point and the same input with every declared code point
+removed no longer diverges (same mode). Otherwise it is undeclared, and the
+input with those code points removed is what gets shrunk -- so an undeclared
+divergence can never hide behind a declared one. A declared input is shrunk
+keeping both properties, only for display (one per backend), and is not
+written to ``--out``. The trusted path splits non-special text with the same
+regex, so the ``encode`` declarations apply to both modes.
 
 Exit codes: 0 no undeclared divergence; 1 an undeclared divergence, or a
 backend that cannot load the export or whose adapter crashed; 2 usage error
@@ -85,14 +67,11 @@ import random
 import sys
 import threading
 import time
-import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import regex
 
 from stacktok_export import ArtifactError, StackTokenizer
 from stacktok_export._atomic import write_text_atomic
@@ -100,10 +79,12 @@ from stacktok_export.bpe import shipped_artifact_path
 from stacktok_export.pretokenize import compile_pattern
 
 from .backends import REGISTRY, backend_list, load_backend
-from .fixtures import Divergence, FixtureError, FixtureSet, Probe
+from .declared import Declarations
+from .fixtures import FixtureError, FixtureSet
 from .generators import GENERATORS, GenContext, pick
 from .layout import Exports, LayoutError
 from .protocol import Backend, BackendMissing, Capability
+from .rows import Row, exit_code
 from .runner import first_window
 
 UNTRUSTED, TRUSTED = "untrusted", "trusted"
@@ -115,8 +96,6 @@ QUEUE_BATCHES = 8  # batches a slow backend may lag behind the generator
 SHRINK_CALLS = 4000  # oracle calls one shrink may make
 SIMPLE_CHARS = "a 0\n.A'"  # replacement candidates, simplest first
 PROGRESS_EVERY = 10.0  # seconds between progress lines
-
-_ASSIGNED = regex.compile(r"\P{Cn}")
 
 
 class FuzzUsageError(Exception):
@@ -146,43 +125,27 @@ def reference_ids(ref: StackTokenizer, text: str, mode: str) -> list[int]:
 
 
 # ---------------------------------------------------- declared divergences
-def is_newer_than_stdlib(ch: str) -> bool:
-    """Assigned in the reference's ``regex`` tables, unassigned in ``unicodedata``."""
-    return unicodedata.category(ch) == "Cn" and _ASSIGNED.match(ch) is not None
-
-
 @dataclass(frozen=True)
 class UnicodeDeclarations:
-    """Which code points a backend's declarations excuse (rule 1 of the module docstring)."""
+    """Which code points a backend's ``unicode_tables`` declaration excuses: the shared rule of
+    :mod:`conformance.declared` (a code point drifts when the backend splits it differently)."""
 
-    ages: Mapping[int, str]  # labelled code point -> Unicode version
-    by_version: Mapping[str, str]  # declared version -> declaration id
-    unlabelled: str | None  # declaration id excusing newer code points of unknown version
+    declarations: Declarations | None
+    backend: Backend | None
+    declaration: str | None  # id of the backend's unicode_tables declaration, if any
 
     @classmethod
-    def for_backend(
-        cls, divergences: Sequence[Divergence], backend: Backend, ages: Mapping[int, str]
-    ) -> UnicodeDeclarations:
-        by_version: dict[str, str] = {}
-        for version in sorted(set(ages.values())):
-            probe = Probe(f"unicode_new-v{version}-fuzz", "unicode_new", "")
-            for d in divergences:
-                if d.covers(backend=backend.name, version=backend.version, check="encode", probe=probe):
-                    by_version[version] = d.id
-                    break
-        unlabelled = next(iter(sorted(by_version.items())), (None, None))[1]
-        return cls(ages, by_version, unlabelled)
+    def for_backend(cls, declarations: Declarations, backend: Backend) -> UnicodeDeclarations:
+        d = declarations.has_cause(backend, "encode")
+        return cls(declarations, backend, d.id if d else None)
 
     def declared_by(self, ch: str) -> str | None:
-        version = self.ages.get(ord(ch))
-        if version is not None:
-            return self.by_version.get(version)
-        if self.unlabelled is not None and is_newer_than_stdlib(ch):
-            return self.unlabelled
-        return None
+        if self.declaration is None or self.declarations is None or self.backend is None:
+            return None
+        return self.declaration if self.declarations.drifts(self.backend, ch) else None
 
     def strip(self, text: str) -> str:
-        if text.isascii() or not (self.by_version or self.unlabelled):
+        if text.isascii() or self.declaration is None:
             return text
         return "".join(ch for ch in text if self.declared_by(ch) is None)
 
@@ -489,9 +452,35 @@ class FuzzReport:
     def counterexamples(self) -> list[Counterexample]:
         return [cx for r in self.runs for cx in r.counterexamples]
 
+    def rows(self) -> list[Row]:
+        """One ``fuzz.encode`` row per backend (the shared row model)."""
+        out = []
+        for r in self.runs:
+            status = {"missing": "missing", "skipped": "skip", "error": "error"}.get(r.status)
+            if status:
+                out.append(Row("fuzz.encode", r.name, status, r.reason))
+            elif r.counterexamples:
+                first = r.counterexamples[0]
+                out.append(
+                    Row(
+                        "fuzz.encode",
+                        r.name,
+                        "fail",
+                        f"{r.undeclared} undeclared divergence(s) in {r.examples} examples, "
+                        f"minimal: {first.text!r:.80} ({first.mode})",
+                        "feed the counterexamples back with `stacktok gate --probes`, then re-export "
+                        "or declare a cited divergence",
+                    )
+                )
+            else:
+                out.append(
+                    Row("fuzz.encode", r.name, "pass", f"{r.examples} examples", declared=r.declared)
+                )
+        return out
+
     @property
     def exit_code(self) -> int:
-        return 1 if self.counterexamples or any(r.status == "error" for r in self.runs) else 0
+        return exit_code(self.rows())
 
 
 Loaded = tuple[StackTokenizer, FixtureSet, list[tuple[Backend, BackendRun]], list[BackendRun]]
@@ -568,13 +557,9 @@ def run_fuzz(config: FuzzConfig, say: Callable[[str], None] = lambda m: None) ->
     if not loaded:
         return FuzzReport(config, unloaded, 0, 0.0, 0.0, 0.0)
     ctx = GenContext.build(ref, fixtures.probes)
-    ages = {cp: version for version, cp in ctx.new_code_points}
+    declarations = Declarations(fixtures.divergences, ref)
     oracles = [
-        Oracle(
-            b,
-            StackTokenizer.load(config.artifact),
-            UnicodeDeclarations.for_backend(fixtures.divergences, b, ages),
-        )
+        Oracle(b, StackTokenizer.load(config.artifact), UnicodeDeclarations.for_backend(declarations, b))
         for b, _ in loaded
     ]
     runs = [run for _, run in loaded]

@@ -1,12 +1,23 @@
 """``stacktok gate DIR``: the release gate run before a checkpoint is published.
 
-Runs the static checks (``conformance.gate_checks``) and the conformance
-checks of every selected backend over the shipped probes plus the user's
-``--probes`` / ``--text`` / ``--chats``, then prints a table (check, backend,
-result, one-line fix) and optionally writes ``--json``, ``--junit`` and
-``--markdown`` reports. Exit 0: everything conforms (declared divergences
-allowed); 1: any divergence or failed check; 2: usage error, unreadable
-input, or a ``--require``d backend missing. The gate never writes into DIR.
+Order of work, so that a verdict is only ever given on input that was read
+correctly:
+
+1. the arguments (``--backends`` not empty, ``--require`` within it, report
+   paths writable and outside DIR), the artifact, the directory's layout;
+2. every file the gate reads (``conformance.validate``) and every user file
+   (``--probes/--text/--chats``, ``conformance.fixtures``): malformed input is
+   exit 2 with one line naming the file, line or field, within seconds;
+3. the rows: static checks (``gate_checks``), the vocabulary surface id by id
+   (``surface``), every selected backend over the probes and chats
+   (``runner.result_rows``), optionally the served path -- all as
+   :class:`~conformance.rows.Row`, one exit rule (``rows.exit_code``).
+
+Then a table (check, backend, result, detail -> fix), the verdict line naming
+what was not checked, and ``--json`` / ``--junit`` / ``--markdown`` reports.
+Exit 0 conforms (declared divergences and warnings allowed), 1 any failing
+or error row, 2 usage error / malformed input / a required backend not run.
+The gate never writes into DIR and never runs code from it.
 
 Out of scope: fixing anything -- every failure says how, the engineer decides.
 """
@@ -25,23 +36,22 @@ from stacktok_export import ArtifactError, StackTokenizer
 from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
 
-from .backends import REGISTRY, backend_list
+from .backends import REGISTRY, backend_list, check_selection
 from .fixtures import FixtureError, FixtureSet
-from .gate_checks import Check, run_static
+from .gate_checks import behaviour_proof, run_static
 from .layout import Exports, LayoutError
-from .runner import CHECKS, BackendResult, run_suite
+from .rows import EXIT_USAGE, Row, exit_code, verdict_line
+from .runner import result_rows, run_suite
+from .surface import surface_rows
+from .validate import InputError, validate_directory
 
-FIXES = {
-    "encode": "the export tokenizes differently: re-export with `stacktok export`, "
-    "or declare a cited divergence",
-    "injection": "untrusted text produced a control token: use the backend's safe path (see README)",
-    "trusted": "special tokens are not parsed at their ids: check added_tokens / token types",
-    "decode": "decoding reference ids does not give the original bytes: "
-    "check the decoder and clean-up settings",
-    "single_tokens": "some ids do not decode to their own bytes: the vocabulary differs",
-    "default": "the backend's default handling of special strings changed: review before serving",
-    "chat": "the chat template does not render what the model was trained on: use the exported template",
-    "stream": "incremental detokenization breaks characters: hold back incomplete UTF-8",
+MARK = {
+    "pass": "PASS",
+    "fail": "FAIL",
+    "warn": "WARN",
+    "missing": "MISSING",
+    "skip": "SKIP",
+    "error": "ERROR",
 }
 
 
@@ -49,41 +59,55 @@ class GateUsageError(Exception):
     """Exit 2 with this one-line reason."""
 
 
-def _conformance_rows(results: Sequence[BackendResult]) -> list[Check]:
-    rows: list[Check] = []
-    for r in results:
-        if r.status == "missing":
-            rows.append(Check("conformance", r.name, "missing", r.reason, f"install it to check {r.name}"))
+# ------------------------------------------------------------------ inputs
+def _check_outputs(directory: Path, outputs: dict[str, Path | None]) -> None:
+    root = directory.resolve()
+    for flag, p in outputs.items():
+        if p is None:
             continue
-        for check in CHECKS:
-            counts = r.checks.get(check)
-            if not counts:
-                continue
-            fails = [f for f in r.failures if f.check == check and f.declared is None]
-            if fails:
-                first = fails[0]
-                where = f" at id {first.window['position']}" if first.window else ""
-                msg = f"{counts['fail']} failing, first: probe {first.probe}{where}: {first.detail}"
-                rows.append(Check(f"conformance.{check}", r.name, "fail", msg, FIXES[check]))
-            elif counts["declared"]:
-                rows.append(
-                    Check(
-                        f"conformance.{check}",
-                        r.name,
-                        "declared",
-                        f"{counts['declared']} declared divergence(s), {counts['pass']} pass",
-                        "",
-                    )
-                )
-            else:
-                rows.append(Check(f"conformance.{check}", r.name, "pass", f"{counts['pass']} pass", ""))
-    return rows
+        full = p.resolve()
+        if full == root or root in full.parents:
+            raise GateUsageError(
+                f"{flag} {p} is inside {directory}: the gate never writes into the directory it checks"
+            )
+        if full.is_dir():
+            raise GateUsageError(f"{flag} {p} is a directory; give a file path such as {p / 'gate-report'}")
+        if not full.parent.is_dir():
+            raise GateUsageError(f"{flag} {p}: directory {full.parent} does not exist; create it first")
 
 
-def _served_rows(exports: Exports, ref: StackTokenizer, fixtures: FixtureSet, say) -> list[Check]:
+def _plan(args: argparse.Namespace) -> tuple[StackTokenizer, Exports, FixtureSet]:
+    """Everything the gate will read, checked before anything runs (errors -> exit 2)."""
+    problem = check_selection(args.backends, args.require)
+    if problem:
+        raise GateUsageError(problem)
+    if args.workers < 1:
+        raise GateUsageError(f"--workers must be at least 1, got {args.workers}")
+    directory: Path = args.dir
+    if not directory.is_dir():
+        raise GateUsageError(f"{directory} is not a directory; pass the checkpoint or tokenizer directory")
+    _check_outputs(directory, {"--json": args.json, "--junit": args.junit, "--markdown": args.markdown})
+    ref = StackTokenizer.load(args.artifact or shipped_artifact_path())
+    exports = Exports.discover(directory, artifact=args.artifact or shipped_artifact_path())
+    if exports.hf_dir is None and exports.gguf is None and exports.tiktoken is None:
+        raise GateUsageError(
+            f"{directory} has no tokenizer.json, *.gguf or *.tiktoken to check; "
+            "pass the directory `stacktok export` or save_pretrained wrote"
+        )
+    validate_directory(exports, directory=directory)
+    fixtures = FixtureSet.load(
+        probes=args.probes, chats=args.chats, texts=args.text, shipped=not args.only_user_data
+    )
+    if not fixtures.probes and not fixtures.chats:
+        raise GateUsageError("no probes to run: drop --only-user-data or pass --probes/--text/--chats")
+    return ref, exports, fixtures
+
+
+# ------------------------------------------------------------------ rows
+def _served_rows(exports: Exports, ref: StackTokenizer, fixtures: FixtureSet, say) -> list[Row]:
     """Opt-in: start vLLM's OpenAI server on 127.0.0.1 over DIR's tokenizer (conformance.served)."""
     if exports.hf_dir is None:
-        return [Check("served", "vllm-server", "skip", "no tokenizer.json to serve", "")]
+        return [Row("served", "vllm-server", "skip", "no tokenizer.json to serve")]
     from .served import check_served
 
     say("served path: tiny random-weight Llama + vLLM OpenAI server on 127.0.0.1")
@@ -92,60 +116,75 @@ def _served_rows(exports: Exports, ref: StackTokenizer, fixtures: FixtureSet, sa
     )
 
 
-def _table(rows: Sequence[Check]) -> str:
-    mark = {
-        "pass": "PASS",
-        "fail": "FAIL",
-        "warn": "WARN",
-        "missing": "MISSING",
-        "declared": "DECLARED",
-        "skip": "SKIP",
-    }
+def collect_rows(
+    args: argparse.Namespace, ref: StackTokenizer, exports: Exports, fixtures: FixtureSet, say
+) -> tuple[list[Row], list]:
+    say("static checks")
+    rows = run_static(exports, ref)
+    rows += surface_rows(exports, ref)
+    say(
+        f"conformance: {len(fixtures.probes)} probes, {len(fixtures.chats)} chats, backends {','.join(args.backends)}"
+    )
+    results, stale, _ = run_suite(exports, fixtures, args.backends, progress=say, workers=args.workers)
+    suite = result_rows(results, stale=stale)
+    rows = behaviour_proof(rows, suite) + suite
+    if args.serve_vllm:
+        rows += _served_rows(exports, ref, fixtures, say)
+    return rows, results
+
+
+def _required_not_run(args: argparse.Namespace, rows: Sequence[Row]) -> list[str]:
+    absent = {r.backend for r in rows if r.check == "conformance" and r.status in ("missing", "skip")}
+    out = [name for name in args.require if name in absent]
+    if args.serve_vllm and any(r.check == "served" and r.status in ("missing", "skip") for r in rows):
+        out.append("vllm-server")  # --serve-vllm asks for it explicitly
+    return out
+
+
+# ------------------------------------------------------------------ rendering
+def _table(rows: Sequence[Row]) -> str:
     width = max((len(r.check) for r in rows), default=10)
     lines = [f"{'check':{width}s}  {'backend':20s} {'result':8s}  detail / fix"]
     for r in rows:
-        detail = (
-            r.message
-            if r.status in ("pass", "declared")
-            else f"{r.message} -> {r.fix}"
-            if r.fix
-            else r.message
-        )
-        lines.append(f"{r.check:{width}s}  {r.backend:20s} {mark[r.status]:8s}  {detail}")
+        detail = f"{r.message} -> {r.fix}" if r.fix and r.status not in ("pass", "skip") else r.message
+        lines.append(f"{r.check:{width}s}  {r.backend:20s} {MARK[r.status]:8s}  {detail}")
     return "\n".join(lines)
 
 
-def to_junit(rows: Sequence[Check], *, seconds: float) -> str:
+def to_junit(rows: Sequence[Row], *, seconds: float) -> str:
     failures = sum(r.status == "fail" for r in rows)
+    errors = sum(r.status == "error" for r in rows)
     skipped = sum(r.status in ("missing", "skip") for r in rows)
     out = [
         '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<testsuites name="stacktok-gate" tests="{len(rows)}" failures="{failures}" time="{seconds:.2f}">',
+        f'<testsuites name="stacktok-gate" tests="{len(rows)}" failures="{failures}" errors="{errors}" '
+        f'time="{seconds:.2f}">',
         f'  <testsuite name="stacktok-gate" tests="{len(rows)}" failures="{failures}" '
-        f'skipped="{skipped}" errors="0">',
+        f'skipped="{skipped}" errors="{errors}">',
     ]
     for r in rows:
         name = quoteattr(f"{r.check}[{r.backend}]")
         out.append(f"    <testcase classname={quoteattr(r.check)} name={name}>")
-        if r.status == "fail":
-            out.append(f"      <failure message={quoteattr(r.message)}>{escape(r.fix)}</failure>")
+        if r.status in ("fail", "error"):
+            tag = "failure" if r.status == "fail" else "error"
+            out.append(f"      <{tag} message={quoteattr(r.message)}>{escape(r.fix)}</{tag}>")
         elif r.status in ("missing", "skip"):
-            out.append(f"      <skipped message={quoteattr(r.message)}/>")
-        elif r.status in ("warn", "declared"):
+            out.append(f"      <skipped message={quoteattr(r.status + ': ' + r.message)}/>")
+        elif r.status == "warn" or r.declared:
             out.append(f"      <system-out>{escape(r.status + ': ' + r.message)}</system-out>")
         out.append("    </testcase>")
     out += ["  </testsuite>", "</testsuites>"]
     return "\n".join(out) + "\n"
 
 
-def to_markdown(rows: Sequence[Check], *, verdict: str, versions: dict[str, str]) -> str:
+def to_markdown(rows: Sequence[Row], *, verdict: str, versions: dict[str, str]) -> str:
     icon = {
         "pass": "✅ pass",
         "fail": "❌ fail",
         "warn": "⚠️ warn",
         "missing": "➖ missing",
-        "declared": "☑️ declared",
         "skip": "➖ skip",
+        "error": "💥 error",
     }
     lines = [
         f"### Tokenizer release gate: {verdict}",
@@ -156,90 +195,49 @@ def to_markdown(rows: Sequence[Check], *, verdict: str, versions: dict[str, str]
         "|---|---|---|---|",
     ]
     for r in rows:
-        detail = (r.message + (f" — fix: {r.fix}" if r.fix and r.status == "fail" else "")).replace(
-            "|", "\\|"
-        )
+        fix = f" — fix: {r.fix}" if r.fix and r.status in ("fail", "error", "warn", "missing") else ""
+        detail = (r.message + fix).replace("|", "\\|").replace("\n", " ")
         lines.append(f"| {r.check} | {r.backend} | {icon[r.status]} | {detail} |")
     return "\n".join(lines) + "\n"
 
 
-def _check_outputs(directory: Path, paths: Sequence[Path | None]) -> None:
-    root = directory.resolve()
-    for p in paths:
-        if p is not None and (p.resolve() == root or root in p.resolve().parents):
-            raise GateUsageError(
-                f"{p} is inside {directory}: the gate never writes into the directory it checks"
-            )
-
-
-def run_gate(args: argparse.Namespace) -> int:
-    directory: Path = args.dir
-    _check_outputs(directory, [args.json, args.junit, args.markdown])
-    artifact = args.artifact or shipped_artifact_path()
-    start = time.perf_counter()
-    say = (lambda m: None) if args.quiet else (lambda m: print(f"  .. {m}", file=sys.stderr, flush=True))
-    try:
-        ref = StackTokenizer.load(artifact)
-        exports = Exports.discover(directory, artifact=artifact)
-        if exports.hf_dir is None and exports.gguf is None and exports.tiktoken is None:
-            raise GateUsageError(f"{directory} has no tokenizer.json, *.gguf or *.tiktoken to check")
-        fixtures = FixtureSet.load(
-            probes=args.probes, chats=args.chats, texts=args.text, shipped=not args.only_user_data
-        )
-        if not fixtures.probes:
-            raise GateUsageError("no probes to run: drop --only-user-data or pass --probes/--text")
-    except (ArtifactError, LayoutError, FixtureError) as exc:
-        raise GateUsageError(str(exc)) from None
-    say("static checks")
-    rows = run_static(exports, ref)
-    say(
-        f"conformance: {len(fixtures.probes)} probes, {len(fixtures.chats)} chats, "
-        f"backends {','.join(args.backends)}"
-    )
-    results, stale, _ = run_suite(exports, fixtures, args.backends, progress=say, workers=args.workers)
-    rows += _conformance_rows(results)
-    if args.serve_vllm:
-        rows += _served_rows(exports, ref, fixtures, say)
-    rows += [
-        Check(
-            "conformance.declarations",
-            "files",
-            "fail",
-            f"stale declared divergence {s}",
-            "remove or narrow it in fixtures/divergences.jsonl",
-        )
-        for s in stale
-    ]
-    missing_required = [r.name for r in results if r.status == "missing" and r.name in args.require]
-    if args.serve_vllm and any(r.check == "served" and r.status == "missing" for r in rows):
-        missing_required.append("vllm-server")  # --serve-vllm asks for it explicitly
-    seconds = time.perf_counter() - start
-    failed = any(r.status == "fail" for r in rows)
-    code = 2 if missing_required else 1 if failed else 0
-    verdict = {0: "PASS", 1: "FAIL", 2: "FAIL (required backend missing)"}[code]
-    versions = {r.name: r.version for r in results}
-    print(_table(rows))
-    timing = ", ".join(f"{r.name} {r.seconds:.1f}s" for r in results if r.status != "missing")
-    print(f"\nverdict: {verdict} in {seconds:.1f}s ({timing})")
-    for name in missing_required:
-        print(f"stacktok gate: error: required backend {name} is missing", file=sys.stderr)
-    doc = {
-        "verdict": verdict,
-        "exit_code": code,
-        "directory": str(directory),
-        "artifact": str(artifact),
-        "fingerprint": ref.fingerprint,
-        "versions": versions,
-        "fixtures": fixtures.hashes,
-        "generator_seeds": fixtures.generator_seeds(),
-        "checks": [r.__dict__ for r in rows],
-    }
+def _write_reports(args: argparse.Namespace, doc: dict, rows: Sequence[Row], seconds: float) -> None:
     if args.json:
         write_text_atomic(args.json, json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
     if args.junit:
         write_text_atomic(args.junit, to_junit(rows, seconds=seconds))
     if args.markdown:
-        write_text_atomic(args.markdown, to_markdown(rows, verdict=verdict, versions=versions))
+        write_text_atomic(args.markdown, to_markdown(rows, verdict=doc["verdict"], versions=doc["versions"]))
+
+
+# ------------------------------------------------------------------ the command
+def run_gate(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    say = (lambda m: None) if args.quiet else (lambda m: print(f"  .. {m}", file=sys.stderr, flush=True))
+    ref, exports, fixtures = _plan(args)
+    rows, results = collect_rows(args, ref, exports, fixtures, say)
+    missing_required = _required_not_run(args, rows)
+    code = exit_code(rows, required_missing=missing_required)
+    verdict = verdict_line(rows, code)
+    seconds = time.perf_counter() - start
+    versions = {r.name: r.version for r in results if r.version}
+    print(_table(rows))
+    timing = ", ".join(f"{r.name} {r.seconds:.1f}s" for r in results if r.status in ("ok", "diverged"))
+    print(f"\nverdict: {verdict} in {seconds:.1f}s ({timing})")
+    for name in missing_required:
+        print(f"stacktok gate: error: required backend {name} did not run", file=sys.stderr)
+    doc = {
+        "verdict": verdict,
+        "exit_code": code,
+        "directory": str(args.dir),
+        "artifact": str(args.artifact or shipped_artifact_path()),
+        "fingerprint": ref.fingerprint,
+        "versions": versions,
+        "fixtures": fixtures.hashes,
+        "generator_seeds": fixtures.generator_seeds(),
+        "checks": [r.to_json() for r in rows],
+    }
+    _write_reports(args, doc, rows, seconds)
     return code
 
 
@@ -251,11 +249,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--text", type=Path, action="append", default=[], help="extra UTF-8 text file (repeatable)"
     )
     p.add_argument("--chats", type=Path, action="append", default=[], help="extra chats JSONL (repeatable)")
-    p.add_argument("--backends", type=backend_list, default=list(REGISTRY), help="comma list (default: all)")
-    p.add_argument("--require", type=backend_list, default=[], help="backends whose absence fails the gate")
-    p.add_argument("--json", type=Path, default=None)
-    p.add_argument("--junit", type=Path, default=None)
-    p.add_argument("--markdown", type=Path, default=None)
+    p.add_argument(
+        "--backends",
+        type=backend_list,
+        default=list(REGISTRY),
+        help=f"comma list of backends to run (default: all: {','.join(REGISTRY)})",
+    )
+    p.add_argument(
+        "--require",
+        type=backend_list,
+        default=[],
+        help="backends that must run: absent or without their export file -> exit 2 (default: none)",
+    )
+    p.add_argument("--json", type=Path, default=None, help="write the JSON report here (default: none)")
+    p.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report here (default: none)")
+    p.add_argument("--markdown", type=Path, default=None, help="write a Markdown report here (default: none)")
     p.add_argument(
         "--only-user-data",
         action="store_true",
@@ -272,8 +280,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Entry for ``stacktok gate``; usage errors exit 2 (malformed files raise to the CLI, also 2)."""
     try:
         return run_gate(args)
-    except GateUsageError as exc:
+    except (GateUsageError, InputError, FixtureError, ArtifactError, LayoutError) as exc:
         print(f"stacktok gate: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE

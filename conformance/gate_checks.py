@@ -1,45 +1,69 @@
-"""The gate's static checks: provenance, checkpoint config, chat template files, GGUF metadata.
+"""The gate's static checks: provenance, checkpoint config, chat template, GGUF metadata.
 
-Each check reads files in the directory (never writes) and returns
-:class:`Check` results with a one-line fix. Behaviour (ids, decode, chat
-rendering) is checked by the conformance runner, not here; these checks find
-the configuration faults that break serving even when ids are right:
-double BOS (vLLM PR#16976), eos lists that do not stop at end of turn
-(vllm#4180), pad == eos (TRL#1623), ``clean_up_tokenization_spaces``
+Each check reads files in the directory (never writes, never imports code
+from it) and returns :class:`~conformance.rows.Row` values with a one-line
+fix; every check yields a row on every run (``skip`` with the reason when its
+file is absent). Files were schema-checked by ``conformance.validate`` before
+this runs. These checks find the configuration faults that break serving even
+when ids are right: double BOS (vLLM PR#16976), eos lists that do not stop at
+end of turn (vllm#4180), pad == eos (TRL#1623), ``clean_up_tokenization_spaces``
 (transformers PR#44914), 5.x-only configs (transformers#47553), templates
-without ``{% generation %}`` (TRL PR#4201), ``llama-bpe`` pre-tokenizer side
-effects, wrong GGUF token types.
+without ``{% generation %}`` (TRL PR#4201), custom code (``auto_map``), chat
+templates that reach for Python internals, ``llama-bpe`` side effects.
 
-Out of scope: model weights and architecture config beyond ``vocab_size``.
+Behaviour over syntax: a ``tokenizer.json`` section that differs from the
+export is a *warning* with the difference; :func:`behaviour_proof` then
+turns it into a failure only if the backends that read that file diverge, or
+if none of them ran to show that it behaves the same. Ranges are ranges
+(``vocab_size >= 32768``: embeddings are padded); a post-processor that adds
+no ids is not a double BOS.
+
+Out of scope: model weights and architecture config beyond ``vocab_size`` and
+the special ids; the vocabulary id by id (``conformance.surface``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from stacktok_export import StackTokenizer
+from stacktok_export.chat import render_text
+from stacktok_export.export.gguf_fmt import merge_strings
 from stacktok_export.export.hf import DECODER_JSON, FINGERPRINT_KEY, hf_files, pre_tokenizer_json
 from stacktok_export.export.tiktoken_fmt import tiktoken_text
 
 from .layout import Exports
+from .protocol import BackendMissing
+from .rows import FILES, Row, row
 
 MIN_CONTEXT = 8192
 GOOD_GGUF_PRE = ("smaug-bpe", "dbrx")  # the Llama-3 regex without ignore_merges / add-BOS
 CLASSES_4X = ("PreTrainedTokenizerFast",)
+CLASSES_BUILTIN = ("PreTrainedTokenizerFast", "TokenizersBackend")
 TOKEN_TYPE_NORMAL, TOKEN_TYPE_CONTROL = 1, 3
-
-
-@dataclass
-class Check:
-    check: str  # e.g. "config.double_bos"
-    backend: str  # "files" for static checks, else a backend name
-    status: str  # pass | fail | warn | missing | declared | skip
-    message: str
-    fix: str = ""
+JSON_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "config.json",
+    "generation_config.json",
+    "special_tokens_map.json",
+)
+#: syntax rows judged by behaviour: check -> (backends that read the file, conformance checks that prove it)
+BEHAVIOUR_JUDGED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "config.pre_tokenizer": (("tokenizers", "transformers-reload", "vllm"), ("encode", "trusted")),
+    "config.normalizer": (("tokenizers", "transformers-reload", "vllm"), ("encode", "trusted")),
+    "config.bpe_model": (("tokenizers", "transformers-reload", "vllm"), ("encode", "trusted")),
+    "config.decoder": (("tokenizers", "transformers-reload", "vllm"), ("decode", "single_tokens", "stream")),
+    "config.special_flags": (("tokenizers", "transformers-reload", "vllm"), ("trusted", "injection")),
+    "config.post_processor": (("tokenizers", "transformers-reload"), ("encode",)),
+}
+FIX_RESAVE = (
+    "copy the exported tokenizer files back (tokenizer_config.json, tokenizer.json, "
+    "special_tokens_map.json, chat_template.jinja from `stacktok export`) after save_pretrained"
+)
 
 
 class _Ctx:
@@ -51,41 +75,54 @@ class _Ctx:
         self.ids = dict(ref.special_to_id)
         self.dir = exports.hf_dir
         self.files: dict[str, Any] = {}
+        self.template_source = ""
+        self.template: str | None = None
         if self.dir is not None:
-            for name in (
-                "tokenizer.json",
-                "tokenizer_config.json",
-                "config.json",
-                "generation_config.json",
-                "special_tokens_map.json",
-            ):
-                self.files[name] = _read_json(self.dir / name)
+            for name in JSON_FILES:
+                path = self.dir / name
+                self.files[name] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
             jinja = self.dir / "chat_template.jinja"
             self.files["chat_template.jinja"] = jinja.read_text(encoding="utf-8") if jinja.is_file() else None
+            self.template, self.template_source = chat_template(
+                self.obj("tokenizer_config.json"), self.files["chat_template.jinja"]
+            )
         self.gguf = _read_gguf(exports.gguf) if exports.gguf else None
 
-    def get(self, name: str) -> Any:
-        return self.files.get(name)
+    def obj(self, name: str) -> dict[str, Any]:
+        data = self.files.get(name)
+        return data if isinstance(data, dict) else {}
+
+    def gguf_ok(self) -> bool:
+        return bool(self.gguf) and "__error__" not in self.gguf and "__missing__" not in self.gguf
+
+    def gguf_value(self, key: str, default: Any = None) -> Any:
+        return self.gguf.get(key, (default, ""))[0] if self.gguf_ok() else default
 
 
-def _read_json(path: Path) -> Any:
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return {"__error__": f"{path.name} is not valid JSON ({exc})"}
+def chat_template(tcfg: dict[str, Any], jinja: str | None) -> tuple[str | None, str]:
+    """The template transformers uses, and where it came from: ``chat_template.jinja`` first,
+    then ``tokenizer_config.json`` ``chat_template`` (a string, or the ``default`` of a named list)."""
+    if jinja is not None:
+        return jinja, "chat_template.jinja"
+    inline = tcfg.get("chat_template")
+    if isinstance(inline, str):
+        return inline, "tokenizer_config.json chat_template"
+    if isinstance(inline, list):
+        named = {t.get("name"): t.get("template") for t in inline if isinstance(t, dict)}
+        if isinstance(named.get("default"), str):
+            return named["default"], "tokenizer_config.json chat_template['default']"
+    return None, ""
 
 
-def _read_gguf(path: Path) -> dict[str, tuple[Any, str]] | dict[str, str]:
-    """``{key: (value, type name)}`` or ``{"__error__": why}``."""
+def _read_gguf(path: Path) -> dict[str, Any]:
+    """``{key: (value, type name)}``, or ``{"__missing__": why}`` / ``{"__error__": why}``."""
     try:
         import gguf
     except ImportError:
         return {"__missing__": "gguf is not installed; pip install 'stacktok[gguf]'"}
     try:
         reader = gguf.GGUFReader(path)
-    except Exception as exc:  # gguf-py raises bare ValueError/struct errors on bad files
+    except Exception as exc:  # noqa: BLE001 -- validate.py reports unreadable files first
         return {"__error__": f"{path.name} is not a readable GGUF ({exc})"}
     out: dict[str, Any] = {}
     for name, fld in reader.fields.items():
@@ -96,51 +133,60 @@ def _read_gguf(path: Path) -> dict[str, tuple[Any, str]] | dict[str, str]:
     return out
 
 
-def _gguf_unreadable(g: dict[str, Any]) -> bool:
-    return "__error__" in g or "__missing__" in g
-
-
-def _c(check: str, ok: bool, message: str, fix: str, *, warn: bool = False) -> Check:
-    status = "pass" if ok else ("warn" if warn else "fail")
-    return Check(check, "files", status, "ok" if ok else message, "" if ok else fix)
+def _skip(check: str, why: str) -> Row:
+    return Row(check, FILES, "skip", f"not checked: {why}")
 
 
 # ------------------------------------------------------------------ provenance
-def check_provenance(ctx: _Ctx) -> list[Check]:
+def check_provenance(ctx: _Ctx) -> list[Row]:
+    """Labels and bytes: a stored fingerprint is a label, so a mismatch warns; content decides."""
     out = []
-    cfg = ctx.get("tokenizer_config.json") or {}
-    fp = cfg.get(FINGERPRINT_KEY) if isinstance(cfg, dict) else None
-    if fp is None:
+    fp = ctx.obj("tokenizer_config.json").get(FINGERPRINT_KEY)
+    if ctx.dir is None:
+        out.append(_skip("provenance.fingerprint", "no tokenizer_config.json in the directory"))
+    elif fp is None:
         out.append(
-            _c(
+            row(
                 "provenance.fingerprint",
                 False,
-                "tokenizer_config.json has no stacktok_fingerprint; cannot tell which artifact it came from",
-                "export with `stacktok export` (behavioural checks below still decide)",
+                "tokenizer_config.json has no stacktok_fingerprint label (save_pretrained drops it); "
+                "the content checks below decide",
+                "keep the exported tokenizer_config.json to keep the label",
                 warn=True,
             )
         )
     else:
         out.append(
-            _c(
+            row(
                 "provenance.fingerprint",
                 fp == ctx.ref.fingerprint,
-                f"fingerprint {fp[:12]}... is not the artifact's {ctx.ref.fingerprint[:12]}...",
-                "this directory was exported from a different artifact: re-export from the frozen one",
+                f"label stacktok_fingerprint {str(fp)[:12]}... is not the artifact's {ctx.ref.fingerprint[:12]}...; "
+                "a label proves nothing either way -- the content checks below decide",
+                "re-export from the frozen artifact so the label tells the truth",
+                warn=True,
             )
         )
-    if ctx.gguf and not _gguf_unreadable(ctx.gguf):
-        gfp = ctx.gguf.get("stacktok.fingerprint", (None, ""))[0]
+    if ctx.gguf_ok():
+        gfp = ctx.gguf_value("stacktok.fingerprint")
         out.append(
-            _c(
+            row(
                 "provenance.gguf_fingerprint",
                 gfp == ctx.ref.fingerprint,
-                f"GGUF stacktok.fingerprint is {gfp!r:.20}, not the artifact's",
+                f"GGUF stacktok.fingerprint label is {str(gfp)[:16]!r}, not the artifact's; content decides",
                 "rebuild the GGUF with `stacktok export`",
+                warn=True,
             )
         )
+    else:
+        out.append(_skip("provenance.gguf_fingerprint", _no_gguf(ctx)))
     out.append(_files_identical(ctx))
     return out
+
+
+def _no_gguf(ctx: _Ctx) -> str:
+    if ctx.gguf is None:
+        return "no .gguf file"
+    return ctx.gguf.get("__missing__") or ctx.gguf.get("__error__", "")
 
 
 def _expected_files(ctx: _Ctx) -> dict[Path, bytes]:
@@ -161,14 +207,14 @@ def _expected_files(ctx: _Ctx) -> dict[Path, bytes]:
     return expected
 
 
-def _files_identical(ctx: _Ctx) -> Check:
+def _files_identical(ctx: _Ctx) -> Row:
     expected = _expected_files(ctx)
     differ = sorted(p.name for p, data in expected.items() if p.is_file() and p.read_bytes() != data)
-    return _c(
+    return row(
         "provenance.files",
         not differ,
-        f"not byte-identical to `stacktok export`: {', '.join(differ)} (falling back to behavioural checks)",
-        "re-export, or rely on the behavioural checks if the edit was intended",
+        f"not byte-identical to `stacktok export`: {', '.join(differ)} (behaviour decides: see the rows below)",
+        "re-export, or keep the edit if every behavioural row passes",
         warn=True,
     )
 
@@ -182,82 +228,74 @@ def _token_id(ctx: _Ctx, value: Any) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def check_config(ctx: _Ctx) -> list[Check]:
+def check_config(ctx: _Ctx) -> list[Row]:
     if ctx.dir is None:
-        return [Check("config", "files", "skip", "no tokenizer.json in the directory", "")]
-    out: list[Check] = []
-    for name in ("tokenizer.json", "tokenizer_config.json", "config.json", "generation_config.json"):
-        data = ctx.get(name)
-        if isinstance(data, dict) and "__error__" in data:
-            out.append(_c(f"config.{name}", False, data["__error__"], f"fix the JSON syntax of {name}"))
-    out += _vocab_checks(ctx) + _special_id_checks(ctx) + _bos_checks(ctx)
-    out += _tokenizer_json_checks(ctx) + _tokenizer_config_checks(ctx)
+        return [_skip("config", "no tokenizer.json in the directory (GGUF / .tiktoken only)")]
+    out = _vocab_checks(ctx) + _special_id_checks(ctx) + _bos_checks(ctx)
+    out += _tokenizer_json_checks(ctx) + _tokenizer_config_checks(ctx) + _remote_code_checks(ctx)
     return out
 
 
-def _ok_dict(data: Any) -> dict[str, Any]:
-    return data if isinstance(data, dict) and "__error__" not in data else {}
-
-
-def _vocab_checks(ctx: _Ctx) -> list[Check]:
-    cfg = _ok_dict(ctx.get("config.json"))
+def _vocab_checks(ctx: _Ctx) -> list[Row]:
+    cfg = ctx.obj("config.json")
     if not cfg:
-        return []
+        return [_skip("config.vocab_size", "no config.json (a tokenizer-only directory)")]
     v = cfg.get("vocab_size")
     if v is None and isinstance(cfg.get("text_config"), dict):
         v = cfg["text_config"].get("vocab_size")
+    if v is None:
+        return [_skip("config.vocab_size", "config.json has no vocab_size")]
+    n = ctx.ref.vocab_size
+    if isinstance(v, int) and v > n:
+        return [
+            Row(
+                "config.vocab_size",
+                FILES,
+                "pass",
+                f"embedding has {v} rows for {n} ids (padded; ids {n}-{v - 1} never occur)",
+            )
+        ]
     return [
-        _c(
+        row(
             "config.vocab_size",
-            v == ctx.ref.vocab_size,
-            f"config.json vocab_size is {v}, the tokenizer has {ctx.ref.vocab_size} ids",
-            f"set vocab_size to {ctx.ref.vocab_size} (the embedding must cover every id)",
+            v == n,
+            f"config.json vocab_size is {v}, the tokenizer has {n} ids: ids >= {v} have no embedding row",
+            f"set vocab_size to at least {n} (the embedding must cover every id)",
         )
     ]
 
 
-def _special_id_checks(ctx: _Ctx) -> list[Check]:
+def _special_id_checks(ctx: _Ctx) -> list[Row]:
     bos, eos, pad, end = (ctx.ids[s] for s in ("<|bos|>", "<|eos|>", "<|pad|>", "<|end|>"))
-    tcfg, cfg, gen = (
-        _ok_dict(ctx.get(n)) for n in ("tokenizer_config.json", "config.json", "generation_config.json")
-    )
+    tcfg, cfg, gen = (ctx.obj(n) for n in ("tokenizer_config.json", "config.json", "generation_config.json"))
+    smap = ctx.obj("special_tokens_map.json")
     seen: dict[str, list[tuple[str, Any]]] = {"bos": [], "eos": [], "pad": []}
     for key in seen:
-        if key + "_token" in tcfg:
-            seen[key].append(("tokenizer_config.json", _token_id(ctx, tcfg[key + "_token"])))
+        for name, data in (("tokenizer_config.json", tcfg), ("special_tokens_map.json", smap)):
+            if data.get(key + "_token") is not None:
+                seen[key].append((name, _token_id(ctx, data[key + "_token"])))
         for name, data in (("config.json", cfg), ("generation_config.json", gen)):
-            if key + "_token_id" in data:
+            if data.get(key + "_token_id") is not None:
                 seen[key].append((name, data[key + "_token_id"]))
-        if ctx.gguf and not _gguf_unreadable(ctx.gguf):
-            gkey = "padding" if key == "pad" else key
-            if f"tokenizer.ggml.{gkey}_token_id" in ctx.gguf:
-                seen[key].append(("GGUF", ctx.gguf[f"tokenizer.ggml.{gkey}_token_id"][0]))
+        gkey = "padding" if key == "pad" else key
+        if ctx.gguf_value(f"tokenizer.ggml.{gkey}_token_id") is not None:
+            seen[key].append(("GGUF", ctx.gguf_value(f"tokenizer.ggml.{gkey}_token_id")))
     want = {"bos": {bos}, "eos": {eos, end}, "pad": {pad}}
     out = []
     for key, places in seen.items():
         bad = [(n, v) for n, v in places if not _id_in(v, want[key])]
         out.append(
-            _c(
+            row(
                 f"config.{key}_id",
                 not bad,
                 f"{key} id disagrees: " + ", ".join(f"{n}={v}" for n, v in bad),
                 f"set every {key} id to {sorted(want[key])[0]} ({'<|' + key + '|>'})",
             )
         )
-    gen_eos = gen.get("eos_token_id")
-    if gen:
-        ids = set(gen_eos if isinstance(gen_eos, list) else [gen_eos])
-        out.append(
-            _c(
-                "config.eos_stops_turns",
-                {eos, end} <= ids,
-                f"generation_config eos_token_id is {gen_eos}; serving will not stop at <|end|>",
-                f"set generation_config.json eos_token_id to [{eos}, {end}] (vllm#4180)",
-            )
-        )
+    out.append(_eos_stops_turns(ctx, gen, eos, end))
     pads = {p for _, value in seen["pad"] for p in (value if isinstance(value, list) else [value])}
     out.append(
-        _c(
+        row(
             "config.pad_not_eos",
             not (pads & {eos}),
             "pad id equals eos id: TRL masks eos out of the loss (TRL#1623)",
@@ -267,137 +305,188 @@ def _special_id_checks(ctx: _Ctx) -> list[Check]:
     return out
 
 
+def _eos_stops_turns(ctx: _Ctx, gen: dict[str, Any], eos: int, end: int) -> Row:
+    fix = f"set generation_config.json eos_token_id to [{eos}, {end}] (vllm#4180)"
+    if ctx.files.get("generation_config.json") is None:
+        if ctx.template is None:
+            return _skip(
+                "config.eos_stops_turns", "no chat template and no generation_config.json (a base model)"
+            )
+        return Row(
+            "config.eos_stops_turns",
+            FILES,
+            "fail",
+            "a chat template but no generation_config.json: vLLM and transformers then stop only at "
+            "<|eos|>, never at <|end|>, and the model talks past its turn",
+            f"add generation_config.json with eos_token_id [{eos}, {end}] (`stacktok export` writes it; "
+            "vllm#4180)",
+        )
+    gen_eos = gen.get("eos_token_id")
+    ids = set(gen_eos if isinstance(gen_eos, list) else [gen_eos])
+    return row(
+        "config.eos_stops_turns",
+        {eos, end} <= ids,
+        f"generation_config eos_token_id is {gen_eos}; serving will not stop at both <|eos|> and <|end|>",
+        fix,
+    )
+
+
 def _id_in(value: Any, allowed: set[int]) -> bool:
     values = value if isinstance(value, list) else [value]
     return bool(values) and all(v in allowed for v in values)
 
 
-def _bos_checks(ctx: _Ctx) -> list[Check]:
-    tcfg, tj = _ok_dict(ctx.get("tokenizer_config.json")), _ok_dict(ctx.get("tokenizer.json"))
+def _bos_checks(ctx: _Ctx) -> list[Row]:
+    tcfg, tj = ctx.obj("tokenizer_config.json"), ctx.obj("tokenizer.json")
     adders = []
     if tcfg.get("add_bos_token") or tcfg.get("add_eos_token"):
         adders.append("tokenizer_config add_bos_token/add_eos_token")
     post = tj.get("post_processor")
-    if post and _post_adds_tokens(post):
-        adders.append(f"tokenizer.json post_processor {post.get('type')}")
-    if ctx.gguf and not _gguf_unreadable(ctx.gguf):
-        if ctx.gguf.get("tokenizer.ggml.add_bos_token", (False,))[0]:
-            adders.append("GGUF tokenizer.ggml.add_bos_token")
-        if ctx.gguf.get("tokenizer.ggml.pre", ("",))[0] in ("llama-bpe", "llama3"):
-            adders.append("GGUF pre llama-bpe (llama.cpp forces add-BOS)")
+    if isinstance(post, dict) and (added := _post_added_tokens(post)):
+        adders.append(f"tokenizer.json post_processor {post.get('type')} adds {added}")
+    if ctx.gguf_value("tokenizer.ggml.add_bos_token"):
+        adders.append("GGUF tokenizer.ggml.add_bos_token")
+    if ctx.gguf_value("tokenizer.ggml.pre") in ("llama-bpe", "llama3"):
+        adders.append("GGUF pre llama-bpe (llama.cpp forces add-BOS)")
     return [
-        _c(
+        row(
             "config.no_double_bos",
             not adders,
             "BOS/EOS is added outside the chat template by: " + "; ".join(adders),
             "the template already adds <|bos|>: set add_bos_token false, "
-            "drop the post-processor (vLLM PR#16976)",
+            "drop the post-processor's special tokens (vLLM PR#16976)",
         )
     ]
 
 
-def _post_adds_tokens(post: dict[str, Any]) -> bool:
+def _post_added_tokens(post: dict[str, Any]) -> list[str]:
+    """The tokens a post-processor adds to a single sequence ([] for a no-op one)."""
     kind = post.get("type")
     if kind == "Sequence":
-        return any(_post_adds_tokens(p) for p in post.get("processors", []))
+        return [t for p in post.get("processors", []) if isinstance(p, dict) for t in _post_added_tokens(p)]
     if kind == "ByteLevel":
-        return False
-    return True  # TemplateProcessing, BertProcessing, RobertaProcessing all add tokens
-
-
-def _tokenizer_json_checks(ctx: _Ctx) -> list[Check]:
-    tj = _ok_dict(ctx.get("tokenizer.json"))
-    if not tj:
         return []
-    model = tj.get("model") or {}
-    out = [
-        _c(
-            "config.pre_tokenizer",
-            tj.get("pre_tokenizer") == pre_tokenizer_json(ctx.ref.pattern),
-            "pre_tokenizer is not Sequence[Split(artifact pattern, Isolated), "
-            "ByteLevel(no prefix space, no regex)]",
-            "restore the exported pre_tokenizer",
-        ),
-        _c(
-            "config.decoder",
-            tj.get("decoder") == DECODER_JSON,
-            f"decoder is {tj.get('decoder')}",
-            "use the ByteLevel decoder",
-        ),
-        _c(
-            "config.normalizer",
-            tj.get("normalizer") is None,
-            f"normalizer {tj.get('normalizer')} rewrites input",
-            "set normalizer to null",
-        ),
-        _c(
-            "config.post_processor",
-            tj.get("post_processor") is None,
-            f"post_processor {(tj.get('post_processor') or {}).get('type')} is set",
-            "set post_processor to null",
-        ),
-        _c(
-            "config.bpe_model",
-            model.get("type") == "BPE"
-            and not model.get("ignore_merges")
-            and model.get("dropout") in (None, 0)
-            and not model.get("byte_fallback"),
-            "model must be BPE with ignore_merges false, no dropout, no byte_fallback",
-            "restore the exported model section",
-        ),
-    ]
-    bad = []
-    for t in tj.get("added_tokens", []):
-        if t.get("content") in ctx.ids and (
-            not t.get("special") or t.get("normalized") or t.get("lstrip") or t.get("rstrip")
-        ):
-            bad.append(t.get("content"))
-        if t.get("content") in ctx.ids and t.get("id") != ctx.ids[t["content"]]:
-            bad.append(f"{t.get('content')}@{t.get('id')}")
-    missing = set(ctx.ids) - {t.get("content") for t in tj.get("added_tokens", [])}
-    out.append(
-        _c(
-            "config.special_flags",
-            not bad and not missing,
-            f"special tokens with wrong id/flags: {bad}; missing: {sorted(missing)}",
-            "specials must be added tokens with special=true, normalized/lstrip/rstrip false, at their ids",
-        )
+    if kind == "TemplateProcessing":
+        single = post.get("single") or []
+        return [
+            str(piece["SpecialToken"].get("id"))
+            for piece in single
+            if isinstance(piece, dict) and isinstance(piece.get("SpecialToken"), dict)
+        ]
+    return [f"<{kind} specials>"]  # BertProcessing, RobertaProcessing: always cls/sep
+
+
+def _section_row(check: str, got: Any, want: Any, what: str) -> Row:
+    if got == want:
+        return Row(check, FILES, "pass", "ok")
+    return Row(
+        check,
+        FILES,
+        "warn",
+        f"{what} differs from the export: {json.dumps(got, sort_keys=True)[:200]} "
+        f"(export: {json.dumps(want, sort_keys=True)[:120]}); behaviour decides",
+        "restore the exported section, or keep it if every behavioural row passes",
     )
+
+
+def _tokenizer_json_checks(ctx: _Ctx) -> list[Row]:
+    tj = ctx.obj("tokenizer.json")
+    if not tj:
+        return [_skip("config.tokenizer_json", "no tokenizer.json")]
+    model = tj.get("model") or {}
+    want_model = {"type": "BPE", "ignore_merges": False, "dropout": None, "byte_fallback": False}
+    got_model = {k: model.get(k) for k in want_model}
+    got_model["dropout"] = got_model["dropout"] or None
+    got_model["ignore_merges"] = bool(got_model["ignore_merges"])
+    got_model["byte_fallback"] = bool(got_model["byte_fallback"])
+    post = tj.get("post_processor")
+    post_adds = _post_added_tokens(post) if isinstance(post, dict) else []
+    out = [
+        _section_row(
+            "config.pre_tokenizer",
+            tj.get("pre_tokenizer"),
+            pre_tokenizer_json(ctx.ref.pattern),
+            "pre_tokenizer",
+        ),
+        _section_row("config.decoder", tj.get("decoder"), DECODER_JSON, "decoder"),
+        _section_row("config.normalizer", tj.get("normalizer"), None, "normalizer"),
+        _section_row("config.bpe_model", got_model, want_model, "model settings"),
+        _section_row("config.post_processor", post if post_adds else None, None, "post_processor"),
+    ]
+    out.append(_special_flags(ctx, tj))
     return out
 
 
-def _tokenizer_config_checks(ctx: _Ctx) -> list[Check]:
-    tcfg = _ok_dict(ctx.get("tokenizer_config.json"))
+def _special_flags(ctx: _Ctx, tj: dict[str, Any]) -> Row:
+    bad, soft = [], []
+    for t in tj.get("added_tokens", []):
+        content = t.get("content")
+        if content not in ctx.ids:
+            continue  # extra or renamed tokens: conformance.surface
+        if not t.get("special") or t.get("lstrip") or t.get("rstrip") or t.get("single_word"):
+            bad.append(content)
+        elif t.get("normalized"):
+            soft.append(content)
+    if bad:
+        return Row(
+            "config.special_flags",
+            FILES,
+            "fail",
+            f"special tokens with wrong flags (special/lstrip/rstrip/single_word): {bad}",
+            "specials must be added tokens with special=true and lstrip/rstrip/single_word false",
+        )
+    if soft and tj.get("normalizer") is None:
+        return Row(
+            "config.special_flags",
+            FILES,
+            "warn",
+            f"normalized=true on {soft} (no normalizer, so no effect today); behaviour decides",
+            "set normalized=false: a normalizer added later would rewrite them",
+        )
+    return row(
+        "config.special_flags",
+        not soft,
+        f"normalized=true on {soft} with a normalizer: specials are matched after normalization",
+        "set normalized=false on every special",
+    )
+
+
+def _tokenizer_config_checks(ctx: _Ctx) -> list[Row]:
+    tcfg = ctx.obj("tokenizer_config.json")
     if not tcfg:
         return [
-            _c(
+            Row(
                 "config.tokenizer_config",
-                False,
-                "tokenizer_config.json is missing",
+                FILES,
+                "fail",
+                "tokenizer_config.json is missing: transformers loads no chat template, no specials' names",
                 "export the directory with `stacktok export`",
             )
         ]
+    clean = tcfg.get("clean_up_tokenization_spaces")
+    max_len = tcfg.get("model_max_length")
+    cls = tcfg.get("tokenizer_class")
     out = [
-        _c(
+        row(
             "config.clean_up_spaces",
-            tcfg.get("clean_up_tokenization_spaces") is False,
-            f"clean_up_tokenization_spaces is {tcfg.get('clean_up_tokenization_spaces')!r}: "
-            "decode rewrites 'x != y'",
+            clean is False,
+            f"clean_up_tokenization_spaces is {clean!r}: decode may rewrite 'x != y' to 'x!= y'"
+            + (" (absent: the library's default decides)" if clean is None else ""),
             "set clean_up_tokenization_spaces to false (transformers PR#44914)",
+            warn=clean is None,
         ),
-        _c(
+        row(
             "config.model_max_length",
-            (tcfg.get("model_max_length") or 0) >= MIN_CONTEXT,
-            f"model_max_length {tcfg.get('model_max_length')} truncates below {MIN_CONTEXT}",
+            max_len is None or max_len >= MIN_CONTEXT,
+            f"model_max_length {max_len} truncates below {MIN_CONTEXT}",
             f"set model_max_length to at least {MIN_CONTEXT}",
         ),
-        _c(
+        row(
             "config.loads_in_4x",
-            tcfg.get("tokenizer_class") in CLASSES_4X
-            and not isinstance(tcfg.get("extra_special_tokens"), list),
-            f"tokenizer_class {tcfg.get('tokenizer_class')!r} / list extra_special_tokens "
-            "only load in transformers 5.x",
-            "use tokenizer_class PreTrainedTokenizerFast and additional_special_tokens (transformers#47553)",
+            (cls in CLASSES_4X or cls is None) and not isinstance(tcfg.get("extra_special_tokens"), list),
+            f"tokenizer_class {cls!r} / list-valued extra_special_tokens only load in transformers 5.x "
+            "(4.57: 'Tokenizer class TokenizersBackend does not exist', transformers#47553)",
+            FIX_RESAVE + ", or set tokenizer_class to PreTrainedTokenizerFast",
         ),
     ]
     decoder = tcfg.get("added_tokens_decoder") or {}
@@ -406,58 +495,143 @@ def _tokenizer_config_checks(ctx: _Ctx) -> list[Check]:
         for v in decoder.values()
         if isinstance(v, dict)
         and v.get("content") in ctx.ids
-        and (not v.get("special") or v.get("normalized") or v.get("lstrip") or v.get("rstrip"))
+        and (not v.get("special") or v.get("lstrip") or v.get("rstrip"))
     ]
     out.append(
-        _c(
+        row(
             "config.special_flags_config",
             not bad,
             f"added_tokens_decoder flags wrong for {bad}",
-            "special=true, normalized/lstrip/rstrip false for every special",
+            "special=true, lstrip/rstrip false for every special",
         )
     )
     return out
 
 
+def _known_tokenizer_class(name: str) -> bool:
+    if name in CLASSES_BUILTIN:
+        return True
+    try:
+        import transformers
+    except ImportError:
+        return name.endswith(("Tokenizer", "TokenizerFast"))
+    try:
+        return hasattr(transformers, name)
+    except Exception:  # noqa: BLE001 -- a lazy-module import error means "not shipped here"
+        return False
+
+
+def _remote_code_checks(ctx: _Ctx) -> list[Row]:
+    found = []
+    for name in ("tokenizer_config.json", "config.json"):
+        auto = ctx.obj(name).get("auto_map")
+        if auto:
+            found.append(f"{name} auto_map {json.dumps(auto, sort_keys=True)[:120]}")
+    cls = ctx.obj("tokenizer_config.json").get("tokenizer_class")
+    if isinstance(cls, str) and not _known_tokenizer_class(cls):
+        found.append(f"tokenizer_config.json tokenizer_class {cls!r} is not a class transformers ships")
+    return [
+        row(
+            "config.no_remote_code",
+            not found,
+            "the directory asks for code from the checkpoint: "
+            + "; ".join(found)
+            + " -- loaders would need trust_remote_code=True, and that code decides tokenization",
+            "drop auto_map and use tokenizer_class PreTrainedTokenizerFast (the gate never runs checkpoint code)",
+        )
+    ]
+
+
 # ------------------------------------------------------------------------ chat
-def check_chat_files(ctx: _Ctx) -> list[Check]:
-    tcfg = _ok_dict(ctx.get("tokenizer_config.json"))
-    inline, jinja = tcfg.get("chat_template"), ctx.get("chat_template.jinja")
-    out = []
-    if inline is None and jinja is None:
-        return [_c("chat.template_present", False, "no chat template", "export with `stacktok export`")]
+def check_chat_files(ctx: _Ctx) -> list[Row]:
+    if ctx.dir is None:
+        return [_skip("chat", "no tokenizer directory")]
+    tcfg = ctx.obj("tokenizer_config.json")
+    inline, jinja = chat_template(tcfg, None)[0], ctx.files.get("chat_template.jinja")
+    if ctx.template is None:
+        return [
+            Row(
+                "chat.template_present",
+                FILES,
+                "warn",
+                "no chat template: a base model (instruct checkpoints need one)",
+                "export with `stacktok export` to ship the ChatML template",
+            )
+        ]
+    out = [Row("chat.template_present", FILES, "pass", f"from {ctx.template_source}")]
     if inline is not None and jinja is not None:
         out.append(
-            _c(
+            row(
                 "chat.template_files_agree",
                 inline == jinja,
-                "tokenizer_config.json chat_template and chat_template.jinja differ",
-                "make both the exported template (transformers prefers the .jinja file)",
+                "tokenizer_config.json chat_template and chat_template.jinja differ: transformers uses the "
+                ".jinja file, tools that read tokenizer_config.json use the other",
+                "make both the exported template",
             )
         )
-    template = jinja if jinja is not None else inline
-    has_gen = isinstance(template, str) and "{% generation %}" in template.replace("{%-", "{%").replace(
-        "-%}", "%}"
-    )
+    else:
+        out.append(_skip("chat.template_files_agree", f"one template only ({ctx.template_source})"))
+    out.append(_template_sandboxed(ctx.template))
     out.append(
-        _c(
+        row(
             "chat.generation_markers",
-            has_gen,
+            _has_generation(ctx.template),
             "template has no {% generation %} markers: assistant-only loss trains on nothing (TRL PR#4201)",
             "wrap assistant content and <|end|> in {% generation %}...{% endgeneration %}",
         )
     )
-    if ctx.gguf and not _gguf_unreadable(ctx.gguf):
-        gt = ctx.gguf.get("tokenizer.chat_template", (None,))[0]
+    if ctx.gguf_ok():
         out.append(
-            _c(
+            row(
                 "gguf.chat_template",
-                gt == template,
-                "GGUF chat template differs from the HF one",
+                ctx.gguf_value("tokenizer.chat_template") == ctx.template,
+                f"GGUF chat template differs from the HF one ({ctx.template_source})",
                 "rebuild the GGUF with `stacktok export`",
             )
         )
+    else:
+        out.append(_skip("gguf.chat_template", _no_gguf(ctx)))
     return out
+
+
+def _has_generation(template: str) -> bool:
+    return "{% generation %}" in template.replace("{%-", "{%").replace("-%}", "%}")
+
+
+SAMPLE_CHAT = (
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "2+2?"},
+    {"role": "assistant", "content": "4"},
+)
+
+
+def _template_sandboxed(template: str) -> Row:
+    """Render the template the way transformers does (immutable sandbox) on a plain conversation."""
+    from .template import render_template
+
+    try:
+        text = render_template(template, list(SAMPLE_CHAT), add_generation_prompt=False)
+    except Exception as exc:  # noqa: BLE001 -- a template failing to render is the finding
+        kind = type(exc).__name__
+        why = "tries to reach Python internals" if kind == "SecurityError" else "fails to render"
+        return Row(
+            "chat.template_sandboxed",
+            FILES,
+            "fail",
+            f"the chat template {why} in transformers' sandbox ({kind}: {str(exc)[:160]})",
+            "use the exported chat template; a template must only render messages",
+        )
+    expect = render_text(list(SAMPLE_CHAT), add_generation_prompt=False)
+    if text == expect:
+        return Row("chat.template_sandboxed", FILES, "pass", "renders in the sandbox; plain chat as trained")
+    return Row(
+        "chat.template_sandboxed",
+        FILES,
+        "warn",
+        f"renders a plain system/user/assistant chat as {text[:120]!r}, not the trained format "
+        f"{expect[:80]!r}; conformance.chat decides per backend",
+        "use the exported chat template",
+    )
 
 
 # ------------------------------------------------------------------------ gguf
@@ -478,14 +652,16 @@ _GGUF_TYPES = {
 }
 
 
-def check_gguf(ctx: _Ctx) -> list[Check]:
+def check_gguf(ctx: _Ctx) -> list[Row]:
     g = ctx.gguf
     if g is None:
-        return []
+        return [_skip("gguf", "no .gguf file in or beside the directory")]
     if "__missing__" in g:
-        return [Check("gguf.readable", "files", "missing", g["__missing__"], "pip install 'stacktok[gguf]'")]
+        return [Row("gguf", FILES, "missing", g["__missing__"], "pip install 'stacktok[gguf]'")]
     if "__error__" in g:
-        return [_c("gguf.readable", False, g["__error__"], "re-export the GGUF with `stacktok export`")]
+        return [
+            Row("gguf.readable", FILES, "fail", g["__error__"], "re-export the GGUF with `stacktok export`")
+        ]
     wrong = [
         f"{k}: {g[k][1] if k in g else 'missing'} (want {t})"
         for k, t in _GGUF_TYPES.items()
@@ -493,50 +669,35 @@ def check_gguf(ctx: _Ctx) -> list[Check]:
     ]
     ref, ids = ctx.ref, ctx.ids
     val = {k: v for k, (v, _) in g.items()}
-    types = val.get("tokenizer.ggml.token_type") or []
-    n_normal = len(ref.token_bytes())
-    want_types = [TOKEN_TYPE_NORMAL] * n_normal + [TOKEN_TYPE_CONTROL] * len(ids)
-    from stacktok_export.export.gguf_fmt import merge_strings
-
+    pre = val.get("tokenizer.ggml.pre")
     return [
-        _c("gguf.metadata_types", not wrong, "; ".join(wrong[:4]), "rebuild the GGUF with `stacktok export`"),
-        _c(
+        row(
+            "gguf.metadata_types", not wrong, "; ".join(wrong[:4]), "rebuild the GGUF with `stacktok export`"
+        ),
+        row(
             "gguf.model",
             val.get("general.architecture") == "llama" and val.get("tokenizer.ggml.model") == "gpt2",
             "architecture/tokenizer model must be llama/gpt2",
             "rebuild the GGUF",
         ),
-        _c(
+        row(
             "gguf.pre",
-            val.get("tokenizer.ggml.pre") in GOOD_GGUF_PRE,
-            f"tokenizer.ggml.pre is {val.get('tokenizer.ggml.pre')!r}: "
+            pre in GOOD_GGUF_PRE,
+            f"tokenizer.ggml.pre is {pre!r}: "
             + (
                 "llama-bpe also turns on ignore_merges and add-BOS"
-                if val.get("tokenizer.ggml.pre") in ("llama-bpe", "llama3")
+                if pre in ("llama-bpe", "llama3")
                 else "that name selects a different split regex"
             ),
             f"set tokenizer.ggml.pre to {GOOD_GGUF_PRE[0]!r}",
         ),
-        _c(
-            "gguf.vocab",
-            len(val.get("tokenizer.ggml.tokens") or []) == ref.vocab_size,
-            f"{len(val.get('tokenizer.ggml.tokens') or [])} tokens, want {ref.vocab_size}",
-            "rebuild the GGUF",
-        ),
-        _c(
-            "gguf.token_types",
-            list(types) == want_types,
-            "token types wrong: specials must be CONTROL (3), others NORMAL (1); "
-            "USER_DEFINED is parsed in untrusted text",
-            "rebuild the GGUF with `stacktok export`",
-        ),
-        _c(
+        row(
             "gguf.merges",
             list(val.get("tokenizer.ggml.merges") or []) == merge_strings(ref),
             "merges differ from the artifact's (count or rank order)",
             "rebuild the GGUF",
         ),
-        _c(
+        row(
             "gguf.special_ids",
             (
                 val.get("tokenizer.ggml.bos_token_id"),
@@ -548,27 +709,27 @@ def check_gguf(ctx: _Ctx) -> list[Check]:
             "bos/eos/pad/eot ids differ from the artifact's",
             "rebuild the GGUF",
         ),
-        _c(
+        row(
             "gguf.add_bos",
             val.get("tokenizer.ggml.add_bos_token") is False
             and val.get("tokenizer.ggml.add_eos_token") is False,
-            "GGUF adds BOS/EOS: the template already adds <|bos|>",
+            "GGUF adds BOS/EOS (or leaves it to the pre type's default): the template already adds <|bos|>",
             "set add_bos_token/add_eos_token false",
         ),
     ]
 
 
-def check_gguf_eog(exports: Exports, ref: StackTokenizer) -> list[Check]:
+def check_gguf_eog(exports: Exports, ref: StackTokenizer) -> list[Row]:
     """llama.cpp's own end-of-generation set must be exactly {<|eos|>, <|end|>}."""
     if exports.gguf is None:
-        return []
+        return [Row("gguf.eog", "llama.cpp", "skip", "not checked: no .gguf file")]
     try:
-        from stacktok_export.export.gguf_fmt import LlamaCppTokenizer
+        from .backends.llama_backend import LlamaCppTokenizer
 
         lt = LlamaCppTokenizer(exports.gguf)
-    except ImportError:
+    except (ImportError, BackendMissing):
         return [
-            Check(
+            Row(
                 "gguf.eog",
                 "llama.cpp",
                 "missing",
@@ -576,27 +737,30 @@ def check_gguf_eog(exports: Exports, ref: StackTokenizer) -> list[Check]:
                 "pip install 'stacktok[llama]'",
             )
         ]
-    except Exception as exc:  # llama.cpp refusing the file is a finding
+    except Exception as exc:  # noqa: BLE001 -- llama.cpp refusing the file is a finding
         return [
-            Check(
-                "gguf.eog", "llama.cpp", "fail", f"llama.cpp cannot load the GGUF ({exc})", "rebuild the GGUF"
+            Row(
+                "gguf.eog",
+                "llama.cpp",
+                "error",
+                f"llama.cpp cannot load the GGUF ({exc})",
+                "rebuild the GGUF",
             )
         ]
-    eog = {i for i in range(ref.vocab_size) if lt.is_eog(i)}
+    eog = {i for i in range(lt.n_vocab) if lt.is_eog(i)}
     want = {ref.special_to_id["<|eos|>"], ref.special_to_id["<|end|>"]}
-    ok = eog == want
     return [
-        Check(
+        row(
             "gguf.eog",
-            "llama.cpp",
-            "pass" if ok else "fail",
-            "ok" if ok else f"llama.cpp stops on {sorted(eog)}, want {sorted(want)}",
-            "" if ok else "set eos=<|eos|>, eot=<|end|> and make no other special EOG",
+            eog == want,
+            f"llama.cpp stops on {sorted(eog)}, want {sorted(want)}",
+            "set eos=<|eos|>, eot=<|end|> and make no other special EOG",
+            backend="llama.cpp",
         )
     ]
 
 
-STATIC_CHECKS: tuple[Callable[[_Ctx], list[Check]], ...] = (
+STATIC_CHECKS: tuple[Callable[[_Ctx], list[Row]], ...] = (
     check_provenance,
     check_config,
     check_chat_files,
@@ -604,10 +768,48 @@ STATIC_CHECKS: tuple[Callable[[_Ctx], list[Check]], ...] = (
 )
 
 
-def run_static(exports: Exports, ref: StackTokenizer) -> list[Check]:
+def run_static(exports: Exports, ref: StackTokenizer) -> list[Row]:
     ctx = _Ctx(exports, ref)
-    out: list[Check] = []
+    out: list[Row] = []
     for fn in STATIC_CHECKS:
         out += fn(ctx)
     out += check_gguf_eog(exports, ref)
+    return out
+
+
+# ------------------------------------------------------------ behaviour decides
+def behaviour_proof(static: Sequence[Row], suite: Sequence[Row]) -> list[Row]:
+    """Syntax warnings (:data:`BEHAVIOUR_JUDGED`) judged by the conformance rows of the backends
+    that read the file: all pass -> stays a warning; any fails -> fail naming it; none ran -> fail."""
+    out = []
+    for r in static:
+        judged = BEHAVIOUR_JUDGED.get(r.check)
+        if r.status != "warn" or judged is None:
+            out.append(r)
+            continue
+        readers, checks = judged
+        proof = [s for s in suite if s.backend in readers and s.check in {f"conformance.{c}" for c in checks}]
+        bad = [f"{s.check}[{s.backend}]" for s in proof if s.status in ("fail", "error")]
+        ran = [s for s in proof if s.status == "pass"]
+        if bad:
+            out.append(
+                Row(r.check, r.backend, "fail", f"{r.message}; behaviour differs: {', '.join(bad)}", r.fix)
+            )
+        elif not ran:
+            out.append(
+                Row(
+                    r.check,
+                    r.backend,
+                    "fail",
+                    f"{r.message}; no backend that reads it ({', '.join(readers)}) ran to show it behaves the same",
+                    "install tokenizers/transformers (pip install 'stacktok[hf]') and rerun, or restore the section",
+                )
+            )
+        else:
+            who = sorted({s.backend for s in ran})
+            out.append(
+                Row(
+                    r.check, r.backend, "warn", f"{r.message}; identical behaviour on {', '.join(who)}", r.fix
+                )
+            )
     return out

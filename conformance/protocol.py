@@ -19,9 +19,24 @@ flags; it never adds BOS/EOS and never "fixes" output.
 - ``stream(ids)``: the text pieces the backend's incremental detokenizer emits,
   one call per token (``STREAM`` capability).
 
-Loading is done by a factory ``load(export_dir, artifact) -> Backend`` in each
-adapter module, which raises :class:`BackendMissing` when the library is not
-installed -- the suite reports that backend *missing*, never *passed*.
+Traits (data, never probed with ``getattr``):
+
+- ``decode_exact``: ``decode_bytes`` returns exact bytes (False when the
+  library decodes to text, so a partial character comes back as U+FFFD).
+- ``chat_requires_assistant``: the chat path refuses a conversation with no
+  assistant turn (TRL under ``assistant_only_loss``): such chats are *not
+  applicable*, counted and named, never failures.
+- ``chat_injection_safe_path``: how the backend's own chat path keeps typed
+  special strings as text, or None when the library offers no such path
+  (string templates, transformers#29279): then an unsafe chat is a warning
+  with the safe alternative, else a failure.
+
+Loading is done by a factory ``load(exports) -> Backend`` in each adapter
+module, which raises :class:`BackendMissing` when the library is not installed
+(reported *missing*, never *passed*) and :class:`ExportAbsent` when the
+directory has no file that backend reads (reported *skip*, named in the
+verdict). Anything else a library raises while loading is the library
+refusing the directory: an *error* row with the library's own message.
 
 Out of scope: batching, offsets, and anything about model weights.
 """
@@ -47,11 +62,18 @@ class BackendMissing(RuntimeError):
     """The backend's library is not installed (or cannot load); says how to install it."""
 
 
+class ExportAbsent(BackendMissing):
+    """The directory has no file this backend reads (e.g. no ``.gguf`` for llama.cpp)."""
+
+
 @runtime_checkable
 class Backend(Protocol):
     name: str
     version: str
     capabilities: frozenset[Capability]
+    decode_exact: bool
+    chat_requires_assistant: bool
+    chat_injection_safe_path: str | None
 
     def encode(self, text: str, *, allow_special: bool) -> list[int]: ...
 

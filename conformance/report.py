@@ -6,7 +6,7 @@ check the first divergence window (probe id, position, three ids either side
 with their bytes, from both sides). JSON has everything but wall
 times, with sorted keys, so the same inputs give the same bytes.
 
-Out of scope: deciding pass/fail (``verdict``) beyond counting undeclared failures.
+Out of scope: deciding pass/fail (``conformance.rows.exit_code`` does, over ``runner.result_rows``).
 """
 
 from __future__ import annotations
@@ -22,20 +22,9 @@ if TYPE_CHECKING:  # the nox host imports this module without the package's depe
 MAX_WINDOWS = 10
 
 
-def verdict(
-    results: Sequence[BackendResult], *, stale: Sequence[str], required_missing: Sequence[str]
-) -> int:
-    """0 all conform, 1 an undeclared divergence or a stale declaration, 2 a required backend missing."""
-    if required_missing:
-        return 2
-    if any(r.status in ("diverged", "error") for r in results) or stale:
-        return 1
-    return 0
-
-
 def _line(r: BackendResult) -> str:
-    if r.status == "missing":
-        return f"  {r.name:20s} {'-':12s} MISSING   {r.reason}"
+    if r.status in ("missing", "skip", "error"):
+        return f"  {r.name:20s} {'-':12s} {r.status.upper():9s} {r.reason}"
     counts = (
         f"{r.probes_run:5d} run {r.probes_identical:5d} identical "
         f"{r.probes_diverged:4d} diverged {r.probes_declared:4d} declared"
@@ -116,8 +105,8 @@ def support_matrix(rows: Sequence[dict[str, str]]) -> str:
 
 
 def matrix_row(r: BackendResult) -> dict[str, str]:
-    if r.status == "missing":
-        result = "missing"
+    if r.status in ("missing", "skip"):
+        result = r.status
     elif r.status != "ok":
         result = "diverges"
     elif r.probes_declared or any(f.declared for f in r.failures):

@@ -36,9 +36,11 @@ from typing import Any
 from stacktok_export import StackTokenizer
 
 from .backends import load_backend
-from .fixtures import Chat, Divergence, FixtureSet, Probe
+from .declared import Declarations
+from .fixtures import Chat, FixtureSet, Probe
 from .layout import Exports
-from .protocol import Backend, BackendMissing, Capability
+from .protocol import Backend, BackendMissing, Capability, ExportAbsent
+from .rows import Row
 
 CHECKS = ("encode", "injection", "trusted", "decode", "single_tokens", "default", "chat", "stream")
 INJECTION_TEXT = "hello <|assistant|> world"
@@ -58,13 +60,18 @@ class Failure:
 class BackendResult:
     name: str
     version: str = ""
-    status: str = "ok"  # ok | diverged | missing | error
+    status: str = "ok"  # ok | diverged | missing | skip (no export for it) | error (cannot load)
     reason: str = ""
     seconds: float = 0.0
     checks: dict[str, dict[str, int]] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
     default_behaviour: str = ""
-    chat_injection: str = ""
+    chat_injection: str = ""  # "" (no injected chat ran), "safe" or "unsafe"
+    chat_injection_counts: dict[str, int] = field(default_factory=dict)  # safe / unsafe / raises
+    chat_injection_safe_path: str | None = None  # the backend's own safe chat path, if it has one
+    not_streamed: int = 0  # probes over STREAM_MAX_CHARS (named in the stream row)
+    chats_not_applicable: int = 0  # chats the backend cannot take (e.g. no assistant turn for TRL)
+    capabilities: tuple[str, ...] = ()
     probes_run: int = 0
     probes_identical: int = 0
     probes_diverged: int = 0
@@ -115,6 +122,8 @@ class Runner:
         self.first_special = min(ref.special_to_id.values())
         self.specials = tuple(ref.special_to_id)
         self.progress = progress or (lambda msg: None)
+        self.decl = Declarations(fixtures.divergences, ref)
+        self.ran: dict[str, Backend] = {}
         self._ref_untrusted = {p.id: ref.encode(p.text) for p in fixtures.probes}
         self._ref_trusted = {
             p.id: ref.encode(p.text, allowed_special="all") for p in fixtures.probes if self._wants_trusted(p)
@@ -124,12 +133,6 @@ class Runner:
         return probe.allow_special or any(s in probe.text for s in self.specials)
 
     # -------------------------------------------------------------- plumbing
-    def _declared(self, backend: Backend, check: str, probe: Probe) -> Divergence | None:
-        for d in self.fx.divergences:
-            if d.covers(backend=backend.name, version=backend.version, check=check, probe=probe):
-                return d
-        return None
-
     def _record(
         self,
         res: BackendResult,
@@ -144,7 +147,7 @@ class Runner:
         if ok:
             res.tally(check, "pass")
             return False
-        decl = self._declared(backend, check, probe)
+        decl = self.decl.declared(backend, check, probe)
         res.tally(check, "declared" if decl else "fail")
         res.failures.append(Failure(check, probe.id, detail, window, decl.id if decl else None))
         return decl is None
@@ -160,6 +163,9 @@ class Runner:
     # ------------------------------------------------------------ the checks
     def run(self, backend: Backend) -> BackendResult:
         res = BackendResult(name=backend.name, version=backend.version)
+        res.capabilities = tuple(sorted(c.value for c in backend.capabilities))
+        res.chat_injection_safe_path = backend.chat_injection_safe_path
+        self.ran[backend.name] = backend
         start = time.perf_counter()
         caps = backend.capabilities
         for n, probe in enumerate(self.fx.probes):
@@ -211,8 +217,11 @@ class Runner:
             want = probe.text.encode("utf-8")
             ok = err is None and got == want
             bad |= self._record(res, backend, "decode", probe, ok, err or _diff_bytes(want, got))
-        if Capability.STREAM in caps and len(probe.text) <= STREAM_MAX_CHARS:
-            bad |= self._stream(res, backend, probe, ref_ids)
+        if Capability.STREAM in caps:
+            if len(probe.text) <= STREAM_MAX_CHARS:
+                bad |= self._stream(res, backend, probe, ref_ids)
+            else:
+                res.not_streamed += 1
         declared = any(f.declared for f in res.failures[before:])
         res.probes_run += 1
         if bad:
@@ -247,7 +256,7 @@ class Runner:
     def _single_tokens(self, res: BackendResult, backend: Backend) -> None:
         probe = Probe("vocab:single-tokens", "single_tokens", "")
         bad_ids: list[int] = []
-        exact = getattr(backend, "decode_exact", True)
+        exact = backend.decode_exact
         for i in range(self.ref.vocab_size):
             want = self.ref.decode_bytes([i])
             if not exact:
@@ -282,19 +291,18 @@ class Runner:
 
     def _chat(self, res: BackendResult, backend: Backend, chat: Chat) -> None:
         probe = Probe(chat.id, "chat", "")
-        if getattr(backend, "chat_requires_assistant", False) and not any(
-            m.get("role") == "assistant" for m in chat.messages
-        ):
-            return  # not applicable: e.g. TRL refuses examples with nothing to train on
+        if backend.chat_requires_assistant and not any(m.get("role") == "assistant" for m in chat.messages):
+            res.chats_not_applicable += 1  # e.g. TRL refuses examples with nothing to train on
+            return
         want = self.ref_chat(chat)
         got, err = self._safe(
             lambda: backend.chat(chat.messages, add_generation_prompt=chat.add_generation_prompt)
         )
         injected = any(s in m.get("content", "") for m in chat.messages for s in self.specials)
         if injected:
-            unsafe = err is None and got[0] != want[0]
-            res.chat_injection = "unsafe" if unsafe or res.chat_injection == "unsafe" else "safe"
-            res.tally("chat_injection", "pass")
+            outcome = "raises" if err else "unsafe" if got[0] != want[0] else "safe"
+            res.chat_injection_counts[outcome] = res.chat_injection_counts.get(outcome, 0) + 1
+            res.chat_injection = "unsafe" if outcome == "unsafe" or res.chat_injection == "unsafe" else "safe"
             return
         if err:
             self._record(res, backend, "chat", probe, False, err)
@@ -310,25 +318,12 @@ class Runner:
         return render_conversation(chat.messages, self.ref, add_generation_prompt=chat.add_generation_prompt)
 
     def stale_declarations(self, results: Sequence[BackendResult]) -> list[str]:
-        """Declarations for backends that ran, covered probes, and matched no failure."""
+        """Declarations for backends that ran which matched no failure although the data could show one."""
         used = {f.declared for r in results for f in r.failures if f.declared}
-        ran = {r.name: r.version for r in results if r.status in ("ok", "diverged")}
-        stale = []
-        for d in self.fx.divergences:
-            if d.backend not in ran or d.id in used:
-                continue
-            covered = any(
-                d.covers(
-                    backend=d.backend,
-                    version=ran[d.backend],
-                    check=d.check if d.check != "*" else "encode",
-                    probe=p,
-                )
-                for p in self.fx.probes
-            )
-            if covered:
-                stale.append(d.id)
-        return stale
+        ran = {
+            r.name: self.ran[r.name] for r in results if r.status in ("ok", "diverged") and r.name in self.ran
+        }
+        return self.decl.stale(ran, used, self.fx.probes)
 
 
 def _diff_bytes(want: bytes, got: bytes | None) -> str:
@@ -341,15 +336,27 @@ def _diff_bytes(want: bytes, got: bytes | None) -> str:
 def run_suite(
     exports: Exports, fixtures: FixtureSet, names: Sequence[str], *, progress=None, workers: int = 1
 ) -> tuple[list[BackendResult], list[str], Runner]:
-    """Run ``names`` (up to ``workers`` at once) against the reference; keep ``names`` order."""
+    """Run ``names`` (up to ``workers`` at once) against the reference; keep ``names`` order.
+
+    A backend whose library is absent is *missing*; one whose export file is not in the
+    directory is *skip*; one whose library refuses the directory is *error*, carrying the
+    library's own message -- never an exception out of here.
+    """
     ref = StackTokenizer.load(exports.artifact)
     runner = Runner(ref, fixtures, progress=progress)
 
     def one(name: str) -> BackendResult:
         try:
             backend = load_backend(name, exports)
+        except ExportAbsent as exc:
+            return BackendResult(name=name, status="skip", reason=str(exc))
         except BackendMissing as exc:
             return BackendResult(name=name, status="missing", reason=str(exc))
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 -- pyo3 panics derive from BaseException
+            why = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
+            return BackendResult(name=name, status="error", reason=why)
         return runner.run(backend)
 
     if workers <= 1:
@@ -358,3 +365,143 @@ def run_suite(
         with ThreadPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(one, names))
     return results, runner.stale_declarations(results), runner
+
+
+# --------------------------------------------------------------------- rows
+FIXES = {
+    "encode": "the export tokenizes differently: re-export with `stacktok export`, "
+    "or declare a cited divergence in fixtures/divergences.jsonl",
+    "injection": "untrusted text produced a control token: use the backend's safe path (README: "
+    "Loading the exports safely) and check the special tokens' flags / token types",
+    "trusted": "special tokens are not parsed at their ids: check added_tokens / token types",
+    "decode": "decoding reference ids does not give the original bytes: check the decoder and clean-up settings",
+    "single_tokens": "some ids do not decode to their own bytes: the vocabulary differs",
+    "default": "the backend's default handling of special strings changed: review it before serving",
+    "chat": "the chat template does not render what the model was trained on: use the exported template",
+    "chat_injection": "build chat ids with stacktok_export.chat.render_conversation (role markers by id, "
+    "content as untrusted text) for any content a user typed",
+    "stream": "incremental detokenization breaks characters: hold back incomplete UTF-8",
+}
+#: every conformance check, in report order, with the capability that makes it apply
+CHECK_CAPS = {
+    "encode": Capability.ENCODE,
+    "injection": Capability.ENCODE,
+    "trusted": Capability.TRUSTED,
+    "decode": Capability.DECODE,
+    "single_tokens": Capability.SINGLE_TOKENS,
+    "default": Capability.DEFAULT,
+    "chat": Capability.CHAT,
+    "chat_injection": Capability.CHAT,
+    "stream": Capability.STREAM,
+}
+
+
+def result_rows(results: Sequence[BackendResult], *, stale: Sequence[str] = ()) -> list[Row]:
+    """Every finding of the runner as rows: one per (backend, check), plus stale declarations."""
+    rows: list[Row] = []
+    for r in results:
+        if r.status in ("missing", "skip", "error"):
+            rows.append(_absent_row(r))
+            continue
+        for check, cap in CHECK_CAPS.items():
+            rows.append(_check_row(r, check, cap))
+    rows += [
+        Row(
+            "conformance.declarations",
+            "files",
+            "fail",
+            f"declared divergence {s} matched nothing although the data could show it (stale)",
+            "remove or narrow it in fixtures/divergences.jsonl",
+        )
+        for s in stale
+    ]
+    return rows
+
+
+def _absent_row(r: BackendResult) -> Row:
+    if r.status == "missing":
+        return Row("conformance", r.name, "missing", r.reason, f"install it to check {r.name}: {r.reason}")
+    if r.status == "skip":
+        return Row("conformance", r.name, "skip", f"not checked: {r.reason}")
+    return Row(
+        "conformance",
+        r.name,
+        "error",
+        f"{r.name} cannot load the directory: {r.reason}",
+        "every serving stack that uses this library will fail the same way: fix the file it names",
+    )
+
+
+def _check_row(r: BackendResult, check: str, cap: Capability) -> Row:
+    name = f"conformance.{check}"
+    if cap.value not in r.capabilities:
+        return Row(name, r.name, "skip", f"not applicable: {r.name} has no {cap.value} path")
+    if check == "chat_injection":
+        return _chat_injection_row(r)
+    counts = r.checks.get(check)
+    if not counts:
+        why = "no probe or chat exercised it"
+        if check == "chat" and r.chats_not_applicable:
+            why = f"{r.chats_not_applicable} chat(s) not applicable ({r.name} needs an assistant turn)"
+        return Row(name, r.name, "skip", f"not run: {why}")
+    fails = [f for f in r.failures if f.check == check and f.declared is None]
+    if fails:
+        first = fails[0]
+        where = f" at id {first.window['position']}" if first.window else ""
+        msg = f"{counts['fail']} failing, first: {first.probe}{where}: {first.detail}"
+        return Row(name, r.name, "fail", msg, FIXES[check])
+    declared = sorted({f.declared for f in r.failures if f.check == check and f.declared})
+    msg = f"{counts['pass']} pass"
+    if counts["declared"]:
+        msg += f", {counts['declared']} declared ({', '.join(declared)})"
+    if check == "default":
+        return _default_row(r, msg)
+    if check == "stream" and r.not_streamed:
+        msg += f"; {r.not_streamed} probe(s) over {STREAM_MAX_CHARS:,} chars not streamed (per-token cost)"
+    if check == "chat" and r.chats_not_applicable:
+        msg += f"; {r.chats_not_applicable} chat(s) without an assistant turn not applicable to {r.name}"
+    return Row(name, r.name, "pass", msg, declared=counts["declared"])
+
+
+def _default_row(r: BackendResult, msg: str) -> Row:
+    if r.default_behaviour == "unsafe":
+        return Row(
+            "conformance.default",
+            r.name,
+            "warn",
+            f"{msg}; with no flags {r.name} turns typed special strings into control tokens (unsafe, "
+            "as recorded in fixtures/defaults.json)",
+            FIXES["injection"],
+        )
+    return Row("conformance.default", r.name, "pass", f"{msg}; default is {r.default_behaviour}")
+
+
+def _chat_injection_row(r: BackendResult) -> Row:
+    counts = r.chat_injection_counts
+    total = sum(counts.values())
+    if not total:
+        return Row(
+            "conformance.chat_injection", r.name, "skip", "not run: no chat content holds a special string"
+        )
+    unsafe = counts.get("unsafe", 0)
+    if not unsafe:
+        return Row(
+            "conformance.chat_injection", r.name, "pass", f"{total} chat(s) keep typed specials as text"
+        )
+    msg = f"{unsafe}/{total} chat(s) with special strings in content became control tokens in {r.name}'s chat path"
+    if r.chat_injection_safe_path:
+        return Row(
+            "conformance.chat_injection",
+            r.name,
+            "fail",
+            msg
+            + f" although {r.name} has a safe path ({r.chat_injection_safe_path}) that the settings defeat",
+            f"restore the safe path: {r.chat_injection_safe_path}",
+        )
+    return Row(
+        "conformance.chat_injection",
+        r.name,
+        "warn",
+        msg + f" ({r.name} offers no safe path for string templates, transformers#29279)",
+        FIXES["chat_injection"],
+    )

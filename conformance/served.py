@@ -18,7 +18,7 @@ server would call. This module runs the server itself and talks HTTP to it:
    the caller dies first: SIGTERM to it (main thread, default handler) raises
    SystemExit so the stop still runs, and on Linux the server gets SIGTERM
    through ``PR_SET_PDEATHSIG`` even when the caller is SIGKILLed.
-3. :func:`check_served` -- :class:`~conformance.gate_checks.Check` rows, backend
+3. :func:`check_served` -- :class:`~conformance.rows.Row` rows, backend
    ``vllm-server``:
 
    - ``served.start``: the server answered ``/health`` (version, seconds).
@@ -74,7 +74,9 @@ from typing import Any
 from stacktok_export import StackTokenizer
 from stacktok_export.chat import ChatFormatError, render_conversation
 
-from .gate_checks import Check
+from .declared import Declarations
+from .fixtures import Probe
+from .rows import Row as Check
 from .runner import first_difference
 
 BACKEND = "vllm-server"
@@ -437,6 +439,32 @@ def _excerpt(text: str, n: int = 40) -> str:
     return repr(text if len(text) <= n else text[:n] + "…")
 
 
+class _DriftProxy:
+    """What declarations match the served rows against: backend ``vllm`` at the server's version,
+    splitting with the HF tokenizer the server loaded (``tokenizers`` over its tokenizer.json)."""
+
+    name = "vllm"
+    capabilities = frozenset()
+
+    def __init__(self, tokenizer_json: Path, version: str) -> None:
+        from tokenizers import Tokenizer
+
+        self._tok = Tokenizer.from_file(str(tokenizer_json))
+        self.version = version
+
+    def encode(self, text: str, *, allow_special: bool) -> list[int]:
+        self._tok.encode_special_tokens = not allow_special
+        return self._tok.encode(text, add_special_tokens=False).ids
+
+
+def _drift_proxy(server: Server) -> _DriftProxy | None:
+    path = Path(server.model) / "tokenizer.json"
+    try:
+        return _DriftProxy(path, server.version)
+    except Exception:  # noqa: BLE001 -- without tokenizers, only id/category declarations apply
+        return None
+
+
 def _window(ids: Sequence[int], pos: int) -> list[int]:
     return list(ids[max(0, pos - 3) : pos + 4])
 
@@ -508,20 +536,23 @@ class _Budget:
 class _Tally:
     """Counts for one row, the first undeclared difference, and why a loop stopped early."""
 
-    def __init__(self, check: str, fix: str, divergences: Sequence[Any], version: str) -> None:
+    def __init__(self, check: str, fix: str, declarations: Declarations | None, proxy: Any) -> None:
         self.check, self.fix = check, fix
-        self.divergences, self.version = divergences, version
+        self.declarations, self.proxy = declarations, proxy
         self.n = self.bad = self.skipped = 0
         self.declared: dict[str, int] = {}
         self.first = ""
         self.aborted = ""
 
     def _covering(self, item: _Item) -> str | None:
-        for d in self.divergences:
-            for backend in SERVED_AS:
-                for check in DECLARED_AS.get(self.check, ()):
-                    if d.covers(backend=backend, version=self.version, check=check, probe=item):
-                        return d.id
+        """The shared rule (``conformance.declared``), for backend ``vllm`` (the same HF tokenizer)."""
+        if self.declarations is None or self.proxy is None:
+            return None
+        probe = Probe(item.id, item.category, item.text)
+        for check in DECLARED_AS.get(self.check, ()):
+            d = self.declarations.declared(self.proxy, check, probe)
+            if d is not None:
+                return d.id
         return None
 
     def fail(self, item: _Item, detail: str, *, declarable: bool = True) -> None:
@@ -548,7 +579,7 @@ class _Tally:
             return Check(self.check, BACKEND, "fail", msg, self.fix)
         if n_decl:
             msg = f"{decl}, {self.n - n_decl} of {self.n} {what} identical{skipped}"
-            return Check(self.check, BACKEND, "declared", msg, "")
+            return Check(self.check, BACKEND, "pass", msg, "", declared=n_decl)
         return Check(self.check, BACKEND, "pass", f"{self.n} {what} identical{skipped}", "")
 
 
@@ -608,8 +639,11 @@ def _served_rows(
     items = _probe_items(probes)
     model = server.model
 
+    declarations = Declarations(divergences, ref) if divergences else None
+    proxy = _drift_proxy(server) if divergences else None
+
     def tally(check: str, fix: str) -> _Tally:
-        return _Tally(check, fix, divergences, server.version)
+        return _Tally(check, fix, declarations, proxy)
 
     def control(ids: Sequence[int]) -> list[int]:
         return [i for i in ids if i >= first_special]

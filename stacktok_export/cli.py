@@ -116,6 +116,9 @@ def stream_sample(paths: Sequence[str], *, max_bytes: int | None = None) -> Iter
 def cmd_train(args: argparse.Namespace) -> int:
     if args.vocab_size < 256 + len(SPECIAL_TOKENS):
         raise UsageError(f"--vocab-size must be at least {256 + len(SPECIAL_TOKENS)}")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    _check_out_file(Path(args.out), flag="--out")
     paths = _expand_inputs(args.inputs)
     from .trainer import ProgressBar
 
@@ -180,9 +183,41 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_out_file(path: Path, *, flag: str) -> None:
+    """An output file path must not be a directory and its parent must exist."""
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a directory; give a file path such as {path / 'out.json'}")
+    if not path.parent.is_dir():
+        raise UsageError(f"{flag} {path}: directory {path.parent} does not exist; create it first")
+
+
+def _strict_utf8(data: bytes, *, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start : exc.start + 1].hex()
+        raise UsageError(
+            f"{where} is not valid UTF-8: byte 0x{bad} at offset {exc.start} ({exc.reason}); "
+            "convert the text to UTF-8 first"
+        ) from None
+
+
+def _text_argument(text: str) -> str:
+    """Command-line text: undecodable bytes arrive as surrogate escapes; name the byte."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raw = text.encode("utf-8", "surrogateescape")
+        return _strict_utf8(raw, where=f"the text argument (character {exc.start})")
+    return text
+
+
 def cmd_encode(args: argparse.Namespace) -> int:
     tok = _load(args.artifact)
-    text = args.text if args.text is not None else sys.stdin.read()
+    if args.text is not None:
+        text = _text_argument(args.text)
+    else:
+        text = _strict_utf8(sys.stdin.buffer.read(), where="standard input")
     ids = tok.encode(text, allowed_special="all" if args.allow_special else frozenset())
     if args.json:
         print(json.dumps(ids))
@@ -237,35 +272,33 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"stacktok: error: {message} (see `{self.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="stacktok", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register train, info, encode, decode and export on ``sub`` (the ``stacktok`` CLI's subparsers)."""
     t = sub.add_parser("train", help="train a tokenizer artifact from text files")
     t.add_argument("inputs", nargs="+", help="files, globs, or - for stdin (UTF-8)")
-    t.add_argument("--vocab-size", type=int, default=VOCAB_SIZE)
+    t.add_argument("--vocab-size", type=int, default=VOCAB_SIZE, help=f"ids in all (default {VOCAB_SIZE})")
     t.add_argument("--out", required=True, help="artifact path to write (JSON)")
-    t.add_argument("--max-bytes", type=int, default=None, help="stop reading after B bytes")
-    t.add_argument("--workers", type=int, default=None, help="processes for pre-tokenizing")
+    t.add_argument("--max-bytes", type=int, default=None, help="stop reading after B bytes (default: all)")
+    t.add_argument("--workers", type=int, default=None, help="processes for pre-tokenizing (default: cores)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train)
 
     i = sub.add_parser("info", help="show an artifact's vocabulary, specials and fingerprint")
     i.add_argument("artifact", nargs="?", default=None, help="default: the shipped artifact")
-    i.add_argument("--json", action="store_true")
+    i.add_argument("--json", action="store_true", help="print JSON instead of a table")
     i.set_defaults(func=cmd_info)
 
-    e = sub.add_parser("encode", help="encode text (argument or stdin) to ids")
+    e = sub.add_parser("encode", help="encode text (argument or stdin, UTF-8) to ids")
     e.add_argument("text", nargs="?", default=None)
-    e.add_argument("--artifact", default=None)
+    e.add_argument("--artifact", default=None, help="default: the shipped artifact")
     e.add_argument("--allow-special", action="store_true", help="trusted text: parse specials")
-    e.add_argument("--json", action="store_true")
+    e.add_argument("--json", action="store_true", help="print a JSON list")
     e.set_defaults(func=cmd_encode)
 
     d = sub.add_parser("decode", help="decode ids (arguments or stdin) to bytes")
     d.add_argument("ids", nargs="*")
-    d.add_argument("--artifact", default=None)
-    d.add_argument("--no-newline", action="store_true")
+    d.add_argument("--artifact", default=None, help="default: the shipped artifact")
+    d.add_argument("--no-newline", action="store_true", help="no trailing newline")
     d.set_defaults(func=cmd_decode)
 
     x = sub.add_parser("export", help="write tiktoken / HF / GGUF exports of an artifact")
@@ -274,35 +307,12 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--check", action="store_true", help="verify committed exports; write nothing")
     x.set_defaults(func=cmd_export)
 
-    for name, module, text in _SUITE_COMMANDS:
-        _suite_command(sub, name, module, text)
+
+def build_parser() -> argparse.ArgumentParser:
+    """The tokenizer commands alone (``python -m stacktok_export.cli``); ``stacktok`` adds the suite's."""
+    p = _Parser(prog="stacktok", description=__doc__.splitlines()[0])
+    add_commands(p.add_subparsers(dest="command", required=True, parser_class=_Parser))
     return p
-
-
-# Commands implemented in the conformance package (shipped with stacktok),
-# imported only when used so `stacktok info` stays light.
-_SUITE_COMMANDS = (
-    ("gate", "conformance.gate", "release gate: check a checkpoint/tokenizer directory"),
-    ("fuzz", "conformance.fuzz", "differential fuzzing of a directory's exports, with shrinking"),
-    ("audit", "conformance.audit", "audit a vocabulary: reachability, duplicates, Unicode tables"),
-)
-
-
-def _suite_command(sub, name: str, module: str, text: str) -> None:
-    import importlib
-
-    p = sub.add_parser(name, help=text)
-    try:
-        mod = importlib.import_module(module)
-    except Exception as exc:  # a broken optional command must not break `stacktok info`
-        p.set_defaults(func=lambda args, exc=exc: _missing_command(name, exc))
-        return
-    mod.add_arguments(p)
-    p.set_defaults(func=mod.main)
-
-
-def _missing_command(name: str, exc: Exception) -> int:
-    raise UsageError(f"`stacktok {name}` is unavailable ({exc}); reinstall stacktok")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -312,12 +322,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ArtifactError) as exc:
         print(f"stacktok: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("stacktok: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `stacktok info | head`
-        sys.stderr.close()
-        return 0
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 from ..layout import Exports
-from ..protocol import Backend, BackendMissing
+from ..protocol import Backend, BackendMissing, ExportAbsent
 
 #: backend name -> adapter module (relative to this package)
 REGISTRY: dict[str, str] = {
@@ -52,7 +52,20 @@ def backend_list(value: str) -> list[str]:
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown backend(s) {unknown}; choose from {', '.join(REGISTRY)}")
-    return names
+    return list(dict.fromkeys(names))
+
+
+def check_selection(backends: list[str], required: list[str]) -> str | None:
+    """Why ``--backends`` / ``--require`` cannot run (a usage error), or None."""
+    if not backends:
+        return f"--backends names no backend; give at least one of {', '.join(REGISTRY)}"
+    excluded = [n for n in required if n not in backends]
+    if excluded:
+        return (
+            f"--require {','.join(excluded)} names backend(s) that --backends excludes; "
+            f"add them to --backends or drop them from --require"
+        )
+    return None
 
 
 def dist_version(dist: str) -> str:
@@ -65,4 +78,4 @@ def dist_version(dist: str) -> str:
         return "unknown"
 
 
-__all__ = ["REGISTRY", "load_backend", "require", "BackendMissing"]
+__all__ = ["REGISTRY", "load_backend", "require", "BackendMissing", "ExportAbsent", "check_selection"]

@@ -29,6 +29,10 @@ class BaseBackend:
     #: False for backends whose decoder returns text: their "bytes" are the
     #: UTF-8 of that text, exact only for complete characters.
     decode_exact = True
+    #: True when the chat path refuses conversations with no assistant turn.
+    chat_requires_assistant = False
+    #: how the chat path keeps typed special strings as text; None = the library has none.
+    chat_injection_safe_path: str | None = None
 
     def encode(self, text: str, *, allow_special: bool) -> list[int]:
         raise NotImplementedError(f"{self.name} does not encode")

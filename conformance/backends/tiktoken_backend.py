@@ -13,7 +13,7 @@ from stacktok_export import StackTokenizer
 from stacktok_export.export.tiktoken_fmt import load_tiktoken_file
 
 from ..layout import Exports
-from ..protocol import BackendMissing
+from ..protocol import ExportAbsent
 from . import dist_version, require
 from ._base import TOKENIZER_CAPS, BaseBackend
 
@@ -41,6 +41,6 @@ class TiktokenBackend(BaseBackend):
 def load(exports: Exports) -> TiktokenBackend:
     require("tiktoken", "tiktoken")
     if exports.tiktoken is None:
-        raise BackendMissing("no .tiktoken file in the directory; run `stacktok export`")
+        raise ExportAbsent("no .tiktoken file in the directory; run `stacktok export`")
     ref = StackTokenizer.load(exports.artifact)
     return TiktokenBackend(load_tiktoken_file(ref, exports.tiktoken), dist_version("tiktoken"))

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Sequence
 
 from ..layout import Exports
-from ..protocol import BackendMissing
+from ..protocol import ExportAbsent
 from . import dist_version, require
 from ._base import TOKENIZER_CAPS, BaseBackend
 
@@ -46,5 +46,5 @@ class TokenizersBackend(BaseBackend):
 def load(exports: Exports) -> TokenizersBackend:
     require("tokenizers", "hf")
     if exports.hf_dir is None:
-        raise BackendMissing("no tokenizer.json in the directory")
+        raise ExportAbsent("no tokenizer.json in the directory")
     return TokenizersBackend(exports.hf_dir / "tokenizer.json", dist_version("tokenizers"))

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 
 from ..layout import Exports
-from ..protocol import BackendMissing, Capability
+from ..protocol import Capability, ExportAbsent
 from . import require
 from ._base import BaseBackend
 
@@ -72,8 +72,9 @@ def load_reload(exports: Exports) -> TransformersBackend:
     """``AutoTokenizer.from_pretrained(DIR)``: what serving and training code load."""
     transformers = require("transformers", "hf")
     if exports.hf_dir is None:
-        raise BackendMissing("no tokenizer.json in the directory")
+        raise ExportAbsent("no tokenizer.json in the directory")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tok = transformers.AutoTokenizer.from_pretrained(str(exports.hf_dir))
+        # never run code from the checkpoint, and never prompt for it (gate_checks flags auto_map)
+        tok = transformers.AutoTokenizer.from_pretrained(str(exports.hf_dir), trust_remote_code=False)
     return TransformersBackend(tok, name="transformers-reload", version=transformers.__version__)

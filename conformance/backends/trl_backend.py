@@ -45,7 +45,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..protocol import BackendMissing, Capability
+from ..protocol import BackendMissing, Capability, ExportAbsent
 from ._base import BaseBackend
 
 INSTALL_HINT = (
@@ -58,7 +58,7 @@ def _hf_dir(export_dir: object) -> Path:
     """Accept a directory path or a ``conformance.layout.Exports``."""
     hf = getattr(export_dir, "hf_dir", export_dir)
     if hf is None or not (Path(hf) / "tokenizer.json").is_file():
-        raise BackendMissing("no tokenizer.json in the export directory: TRL loads the HF export")
+        raise ExportAbsent("no tokenizer.json in the export directory: TRL loads the HF export")
     return Path(hf)
 
 
@@ -118,7 +118,7 @@ def load(export_dir: object, artifact: Path | None = None) -> TrlBackend:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tok = transformers.AutoTokenizer.from_pretrained(str(hf_dir))
+        tok = transformers.AutoTokenizer.from_pretrained(str(hf_dir), trust_remote_code=False)
         if tok.pad_token_id is None or tok.pad_token_id == tok.eos_token_id:
             raise BackendMissing(
                 "the export has no pad token distinct from eos: TRL would mask EOS out of the loss (TRL#1623)"

@@ -62,7 +62,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..protocol import BackendMissing, Capability
+from ..protocol import BackendMissing, Capability, ExportAbsent
 from ._base import BaseBackend
 
 #: vLLM's pure-Python dependencies that its tokenizer layer, renderer and
@@ -110,10 +110,10 @@ def _hf_dir(export_dir: object) -> Path:
     """Accept a directory path or a ``conformance.layout.Exports``."""
     hf = getattr(export_dir, "hf_dir", export_dir)
     if hf is None:
-        raise BackendMissing("no tokenizer.json in the export directory: vLLM loads the HF export")
+        raise ExportAbsent("no tokenizer.json in the export directory: vLLM loads the HF export")
     hf = Path(hf)
     if not (hf / "tokenizer.json").is_file():
-        raise BackendMissing(f"{hf} has no tokenizer.json: vLLM loads the HF export directory")
+        raise ExportAbsent(f"{hf} has no tokenizer.json: vLLM loads the HF export directory")
     return hf
 
 

@@ -15,6 +15,9 @@ deterministic and readable by every version people run:
   load in 4.x, transformers#47553), the chat template inline, and the
   artifact's fingerprint under ``stacktok_fingerprint``.
 - ``special_tokens_map.json`` and ``chat_template.jinja`` with the same data.
+- ``generation_config.json``: ``eos_token_id = [<|eos|>, <|end|>]`` so that
+  vLLM and transformers stop at the end of an assistant turn (vllm#4180);
+  without it they stop only at ``<|eos|>``. Copy it into the model checkpoint.
 
 Out of scope: slow (Python) tokenizer classes and ``tokenizer.model`` files.
 """
@@ -123,9 +126,20 @@ def special_tokens_map(tok: StackTokenizer) -> dict[str, Any]:
     return out
 
 
+def generation_config(tok: StackTokenizer) -> dict[str, Any]:
+    """End of generation at ``<|eos|>`` and at ``<|end|>`` (end of every turn)."""
+    ids = tok.special_to_id
+    return {
+        "bos_token_id": ids["<|bos|>"],
+        "eos_token_id": [ids["<|eos|>"], ids["<|end|>"]],
+        "pad_token_id": ids["<|pad|>"],
+    }
+
+
 def hf_files(tok: StackTokenizer) -> dict[str, bytes]:
     """Every file of the transformers directory, by name, as exact bytes."""
     return {
+        "generation_config.json": _dump(generation_config(tok)).encode("utf-8"),
         "tokenizer.json": _dump(tokenizer_json(tok), sort_keys=False).encode("utf-8"),
         "tokenizer_config.json": _dump(tokenizer_config(tok)).encode("utf-8"),
         "special_tokens_map.json": _dump(special_tokens_map(tok)).encode("utf-8"),

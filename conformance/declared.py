@@ -1,0 +1,195 @@
+"""Is a difference declared? The one rule, used by the runner, the gate, fuzz, audit and the served path.
+
+A declaration (one line of ``fixtures/divergences.jsonl``, a
+:class:`~conformance.fixtures.Divergence`) names a backend, a check, a version
+range, a cited reason, and *what it covers*, one of:
+
+- ``cause: "unicode_tables"`` -- the backend's regex engine classifies some
+  code points differently from the reference's ``regex`` (older Unicode
+  tables). It covers an ``encode``/``trusted`` difference on a text when the
+  text contains such *drifting* code points and the same text with them
+  removed no longer differs. So a user's own probes get the same declarations
+  as the shipped ones, and an undeclared difference can never hide behind a
+  declared one. A code point drifts for a backend when the backend's ids for
+  :class:`Shape` around it differ from the reference's (measured, cached).
+- ``probe`` (an id glob) or ``category`` -- a specific shipped probe, for
+  findings that are not about code points (a crash on one huge input, a
+  streaming quirk).
+
+A declaration that matched nothing while the data could have shown it is
+*stale* (:meth:`Declarations.stale`): it fails the run, so the list cannot rot.
+
+Out of scope: deciding what a difference is (the runner does), and regex
+differences that are not Unicode tables (they need a ``probe`` declaration).
+"""
+
+from __future__ import annotations
+
+import threading
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import regex
+
+from stacktok_export import StackTokenizer
+
+from .fixtures import Divergence, Probe, version_matches
+from .protocol import Backend
+
+UNICODE_TABLES = "unicode_tables"
+#: checks whose outcome depends on the pre-tokenizer's character classes
+SPLIT_CHECKS = ("encode", "trusted")
+CONTRACTIONS = ("'s", "'t", "'re", "'ve", "'m", "'ll", "'d")
+BLOCK = 256  # code points per drift-scan block
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Per code point ``c``: ``" {c}'s{c}000"``.
+
+    ``{c}'s`` keeps the contraction token only if ``c`` is a letter, number or
+    space (otherwise ``c'`` is one punctuation run); ``{c}000`` keeps the
+    ``000`` token only if ``c`` is not a number (otherwise ``c00`` + ``0``).
+    Both pieces are single tokens in a trained vocabulary (``strong``), so a
+    different classification always changes the ids. Shapes are independent:
+    a block's ids are the concatenation of its shapes' ids.
+    """
+
+    contraction: str = "'s"
+    digits: str = "000"
+    strong: bool = True
+
+    def text(self, ch: str) -> str:
+        return f" {ch}{self.contraction}{ch}{self.digits}"
+
+    def block(self, cps: Sequence[int]) -> str:
+        return "".join(self.text(chr(c)) for c in cps)
+
+
+def choose_shape(tok: StackTokenizer) -> Shape:
+    """The contraction and digit triple that are single tokens of ``tok``."""
+    one = [c for c in CONTRACTIONS if len(tok.encode(c)) == 1]
+    three = [d * 3 for d in "0123456789" if len(tok.encode(d * 3)) == 1]
+    return Shape(one[0] if one else "'s", three[0] if three else "000", bool(one and three))
+
+
+def covers_probe(d: Divergence, *, backend: str, version: str, check: str, probe: Probe) -> bool:
+    """The id/category rule alone (no text inspection); cause declarations never match here."""
+    if getattr(d, "cause", None):
+        return False
+    return d.covers(backend=backend, version=version, check=check, probe=probe)
+
+
+def applies(d: Divergence, *, backend: str, version: str, check: str) -> bool:
+    return d.backend == backend and d.check in ("*", check) and version_matches(version, d.versions)
+
+
+class Declarations:
+    """The declarations of one fixture set, with per-backend drift caches (thread-safe)."""
+
+    def __init__(self, divergences: Sequence[Divergence], ref: StackTokenizer) -> None:
+        self.divergences = list(divergences)
+        self.ref = ref
+        self.shape = choose_shape(ref)
+        self._drift: dict[str, dict[str, bool]] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ code points
+    def drifts(self, backend: Backend, ch: str) -> bool:
+        """Whether ``backend`` splits text around ``ch`` differently from the reference."""
+        if ch.isascii():
+            return False
+        cache = self._cache(backend)
+        if ch not in cache:
+            text = self.shape.text(ch)
+            try:
+                got = list(backend.encode(text, allow_special=False))
+            except Exception:  # noqa: BLE001 -- a backend raising on the shape is a difference
+                got = None
+            cache[ch] = got != self.ref.encode(text)
+        return cache[ch]
+
+    def _cache(self, backend: Backend) -> dict[str, bool]:
+        key = f"{backend.name}@{backend.version}"
+        with self._lock:
+            return self._drift.setdefault(key, {})
+
+    def drifting(self, backend: Backend, text: str) -> set[str]:
+        return {ch for ch in set(text) if self.drifts(backend, ch)}
+
+    def any_drift(self, backend: Backend, texts: Iterable[str]) -> bool:
+        """Whether any code point of ``texts`` drifts (block scan, then exact per code point)."""
+        chars = sorted({ch for t in texts for ch in t if not ch.isascii()})
+        for i in range(0, len(chars), BLOCK):
+            block = chars[i : i + BLOCK]
+            text = self.shape.block([ord(c) for c in block])
+            try:
+                same = list(backend.encode(text, allow_special=False)) == self.ref.encode(text)
+            except Exception:  # noqa: BLE001
+                same = False
+            if not same and any(self.drifts(backend, ch) for ch in block):
+                return True
+        return False
+
+    def has_cause(self, backend: Backend, check: str = "encode") -> Divergence | None:
+        for d in self.divergences:
+            if getattr(d, "cause", None) == UNICODE_TABLES and applies(
+                d, backend=backend.name, version=backend.version, check=check
+            ):
+                return d
+        return None
+
+    # ------------------------------------------------------------ the rule
+    def declared(self, backend: Backend, check: str, probe: Probe) -> Divergence | None:
+        """The declaration covering ``backend``'s difference on ``probe`` in ``check``, if any."""
+        for d in self.divergences:
+            if covers_probe(d, backend=backend.name, version=backend.version, check=check, probe=probe):
+                return d
+        if check in SPLIT_CHECKS and probe.text:
+            d = self.has_cause(backend, "encode")
+            if d is not None and self.explained_by_tables(backend, probe.text, trusted=check == "trusted"):
+                return d
+        return None
+
+    def explained_by_tables(self, backend: Backend, text: str, *, trusted: bool) -> bool:
+        """``text`` holds drifting code points and, without them, ``backend`` agrees."""
+        drift = self.drifting(backend, text)
+        if not drift:
+            return False
+        stripped = "".join(ch for ch in text if ch not in drift)
+        want = self.ref.encode(stripped, allowed_special="all" if trusted else frozenset())
+        try:
+            return list(backend.encode(stripped, allow_special=trusted)) == want
+        except Exception:  # noqa: BLE001
+            return False
+
+    def stale(self, ran: dict[str, Backend], used: set[str], probes: Sequence[Probe]) -> list[str]:
+        """Declarations for a backend that ran which matched no difference although the data could show one."""
+        out = []
+        for d in self.divergences:
+            backend = ran.get(d.backend)
+            if backend is None or d.id in used or not version_matches(backend.version, d.versions):
+                continue
+            if getattr(d, "cause", None) == UNICODE_TABLES:
+                # stale when the data holds code points newer than the stdlib's tables and the
+                # backend now splits every one of them like the reference (its tables caught up)
+                new = [ch for ch in {c for p in probes for c in p.text} if is_newer_than_stdlib(ch)]
+                could = bool(new) and not self.any_drift(backend, new)
+            else:
+                check = d.check if d.check != "*" else "encode"
+                could = any(
+                    covers_probe(d, backend=d.backend, version=backend.version, check=check, probe=p)
+                    for p in probes
+                )
+            if could:
+                out.append(d.id)
+        return out
+
+
+_ASSIGNED = regex.compile(r"\P{Cn}")
+
+
+def is_newer_than_stdlib(ch: str) -> bool:
+    """Assigned in the reference's ``regex`` tables, unassigned in this Python's ``unicodedata``."""
+    return unicodedata.category(ch) == "Cn" and _ASSIGNED.match(ch) is not None

@@ -1,0 +1,63 @@
+"""Chat templates rendered the way transformers renders them, and never any other way.
+
+transformers compiles a chat template in ``jinja2.sandbox.ImmutableSandboxedEnvironment``
+with ``trim_blocks``/``lstrip_blocks``, the ``loopcontrols`` extension, a
+``{% generation %}`` block tag (its ``AssistantTracker``), ``raise_exception``
+and ``strftime_now`` globals. :func:`environment` builds the same, so a
+template that reaches for Python internals raises ``SecurityError`` here
+exactly as it would there, and the gate reports it as a row.
+
+Out of scope: transformers' tool/document arguments and multi-modal content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jinja2
+from jinja2 import nodes
+from jinja2.ext import Extension, loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+
+class GenerationBlock(Extension):
+    """``{% generation %}...{% endgeneration %}``: renders its body (the mask is transformers' job)."""
+
+    tags = {"generation"}
+
+    def parse(self, parser: Any) -> nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return nodes.Scope(body, lineno=lineno)
+
+
+class TemplateRaised(Exception):
+    """The template called ``raise_exception`` (its own validation)."""
+
+
+def _raise(message: str) -> None:
+    raise TemplateRaised(message)
+
+
+def environment() -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[GenerationBlock, loopcontrols]
+    )
+    env.globals["raise_exception"] = _raise
+    env.globals["strftime_now"] = lambda fmt: "2026-01-01"
+    return env
+
+
+def compile_template(source: str) -> jinja2.Template:
+    """Parse ``source``; raises ``jinja2.TemplateSyntaxError`` (with ``lineno``) on bad syntax."""
+    return environment().from_string(source)
+
+
+def render_template(
+    source: str, messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool
+) -> str:
+    """The string transformers' ``apply_chat_template(tokenize=False)`` renders."""
+    return compile_template(source).render(
+        messages=[dict(m) for m in messages], add_generation_prompt=add_generation_prompt
+    )
