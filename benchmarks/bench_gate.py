@@ -26,7 +26,7 @@ def main() -> int:
     target = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "tokenizer" / "stack100m-32768-hf")
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "gate.json"
-        cmd = [sys.executable, "-m", "stacktok_export.cli", "gate", target, "--quiet", "--json", str(report)]
+        cmd = [sys.executable, "-m", "stacktok_cli", "gate", target, "--quiet", "--json", str(report)]
         start = time.perf_counter()
         with tempfile.TemporaryFile("w+") as out:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)

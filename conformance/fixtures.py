@@ -23,6 +23,8 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from stacktok_export.chat import ChatFormatError, _check_message
+
 
 def _fixtures_dir() -> Path:
     """``fixtures/`` of a checkout, else the copy packaged in the wheel."""
@@ -32,6 +34,9 @@ def _fixtures_dir() -> Path:
 
 
 FIXTURES = _fixtures_dir()
+
+
+CAUSES = ("unicode_tables",)
 
 
 class FixtureError(ValueError):
@@ -65,9 +70,11 @@ class Divergence:
     link: str
     category: str | None = None
     probe: str | None = None
+    cause: str | None = None  # "unicode_tables": matched by content (conformance.declared)
 
     def covers(self, *, backend: str, version: str, check: str, probe: Probe) -> bool:
-        if self.backend != backend or self.check not in ("*", check):
+        """The id/category rule; ``cause`` declarations match by content in ``conformance.declared``."""
+        if self.cause is not None or self.backend != backend or self.check not in ("*", check):
             return False
         if self.probe is not None and not fnmatch.fnmatchcase(probe.id, self.probe):
             return False
@@ -85,22 +92,61 @@ def version_matches(version: str, spec: str) -> bool:
         return False
 
 
-def _lines(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _read_text(path: Path, *, what: str) -> str:
+    """A user/fixture file's bytes as strict UTF-8 (no newline translation)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise FixtureError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FixtureError(f"{path}: cannot read ({exc})") from None
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    except OSError as exc:
+        raise FixtureError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FixtureError(
+            f"{path}:{line}: byte 0x{data[exc.start]:02x} at offset {exc.start} is not valid UTF-8; "
+            f"{what} must be UTF-8 (re-save the file as UTF-8)"
+        ) from None
+
+
+def _lone_surrogate(value: Any, field: str) -> str | None:
+    """The field path of the first string (key or value) holding a lone surrogate, else None."""
+    if isinstance(value, str):
+        return field if _SURROGATE.search(value) else None
+    if isinstance(value, list):
+        items: Iterable[tuple[str, Any]] = ((f"{field}[{i}]", v) for i, v in enumerate(value))
+    elif isinstance(value, dict):
+        items = ((f"{field}.{k}" if field else str(k), v) for k, v in value.items())
+        if any(_SURROGATE.search(k) for k in value):
+            return field or "a key"
+    else:
+        return None
+    return next((found for name, v in items if (found := _lone_surrogate(v, name))), None)
+
+
+def _lines(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+    """JSON Lines: split on "\\n" only (U+2028, U+0085, ... are legal inside JSON strings)."""
+    text = _read_text(path, what="JSON Lines").removeprefix("\ufeff")
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise FixtureError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+            raise FixtureError(f"{path}:{lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None
         if not isinstance(obj, dict):
             raise FixtureError(f"{path}:{lineno}: each line must be a JSON object")
+        bad = _lone_surrogate(obj, "")
+        if bad is not None:
+            raise FixtureError(
+                f"{path}:{lineno}: field {bad!r} holds a lone surrogate (a \\ud800-\\udfff escape without "
+                "its pair); JSON Lines text must be valid Unicode: write the character itself or a full pair"
+            )
         yield lineno, obj
 
 
@@ -111,16 +157,30 @@ def _need(obj: dict[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
+def _need_id(obj: dict[str, Any], where: str) -> str:
+    value = _need(obj, "id", str, where)
+    if not value.strip():
+        raise FixtureError(f"{where}: field 'id' is empty; give every entry a unique non-empty id")
+    return value
+
+
+def _flag(obj: dict[str, Any], key: str, where: str) -> bool:
+    value = obj.get(key, False)
+    if not isinstance(value, bool):
+        raise FixtureError(f"{where}: field {key!r} must be true or false, got {value!r:.60}")
+    return value
+
+
 def load_probes(path: Path) -> list[Probe]:
     probes: list[Probe] = []
     seen: set[str] = set()
     for lineno, obj in _lines(path):
         where = f"{path}:{lineno}"
         probe = Probe(
-            id=_need(obj, "id", str, where),
+            id=_need_id(obj, where),
             category=_need(obj, "category", str, where),
             text=_need(obj, "text", str, where),
-            allow_special=bool(obj.get("allow_special", False)),
+            allow_special=_flag(obj, "allow_special", where),
             source=str(obj.get("source", "")),
         )
         if probe.id in seen:
@@ -130,19 +190,34 @@ def load_probes(path: Path) -> list[Probe]:
     return probes
 
 
+def _check_messages(messages: list[Any], where: str) -> None:
+    """The rules ``render_conversation`` applies: known roles, string content, role order."""
+    if not messages:
+        raise FixtureError(f"{where}: field 'messages' is empty; a conversation needs at least one message")
+    prev: str | None = None
+    for i, message in enumerate(messages):
+        try:
+            prev, _ = _check_message(i, message, prev)
+        except ChatFormatError as exc:
+            raise FixtureError(f"{where}: {exc}") from None
+
+
 def load_chats(path: Path) -> list[Chat]:
     chats: list[Chat] = []
+    seen: set[str] = set()
     for lineno, obj in _lines(path):
         where = f"{path}:{lineno}"
+        chat_id = _need_id(obj, where)
         messages = _need(obj, "messages", list, where)
-        for i, m in enumerate(messages):
-            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-                raise FixtureError(f"{where}: message {i} needs a 'role' string and 'content'")
+        _check_messages(messages, where)
+        if chat_id in seen:
+            raise FixtureError(f"{where}: chat id {chat_id!r} is used twice; ids must be unique")
+        seen.add(chat_id)
         chats.append(
             Chat(
-                id=_need(obj, "id", str, where),
+                id=chat_id,
                 messages=tuple(messages),
-                add_generation_prompt=bool(obj.get("add_generation_prompt", False)),
+                add_generation_prompt=_flag(obj, "add_generation_prompt", where),
                 source=str(obj.get("source", "")),
             )
         )
@@ -153,8 +228,10 @@ def load_divergences(path: Path) -> list[Divergence]:
     out: list[Divergence] = []
     for lineno, obj in _lines(path):
         where = f"{path}:{lineno}"
-        if ("category" in obj) == ("probe" in obj):
-            raise FixtureError(f"{where}: give exactly one of 'category' or 'probe'")
+        if sum(key in obj for key in ("category", "probe", "cause")) != 1:
+            raise FixtureError(f"{where}: give exactly one of 'category', 'probe' or 'cause'")
+        if "cause" in obj and obj["cause"] not in CAUSES:
+            raise FixtureError(f"{where}: unknown cause {obj['cause']!r}; known: {', '.join(CAUSES)}")
         out.append(
             Divergence(
                 id=_need(obj, "id", str, where),
@@ -165,17 +242,21 @@ def load_divergences(path: Path) -> list[Divergence]:
                 link=str(obj.get("link", "")),
                 category=obj.get("category"),
                 probe=obj.get("probe"),
+                cause=obj.get("cause"),
             )
         )
     return out
 
 
 def text_probes(path: Path, *, chunk: int = 4000) -> list[Probe]:
-    """A user's plain-text file as probes: ~``chunk``-character pieces cut at newlines."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FixtureError(f"{path}: cannot read as UTF-8 text ({exc})") from None
+    """A user's plain-text file as probes: ~``chunk``-character pieces cut after a newline.
+
+    The bytes are decoded as strict UTF-8 with no newline translation ("\\r\\n"
+    stays "\\r\\n"); invalid UTF-8 names the byte and its offset.
+    """
+    text = _read_text(path, what="a --text file")
+    if not text:
+        raise FixtureError(f"{path}: the file holds no text; pass a non-empty UTF-8 text file")
     probes, start, n = [], 0, 0
     while start < len(text):
         end = text.find("\n", start + chunk)
@@ -238,7 +319,8 @@ class FixtureSet:
         defaults = FIXTURES / "defaults.json"
         if defaults.is_file():
             fs.defaults = load_defaults(defaults)
-        _check_unique(fs.probes)
+        _check_unique(fs.probes, kind="probe")
+        _check_unique(fs.chats, kind="chat")
         return fs
 
 
@@ -250,9 +332,9 @@ def _label(path: Path) -> str:
         return str(path)
 
 
-def _check_unique(probes: list[Probe]) -> None:
+def _check_unique(entries: Iterable[Probe | Chat], *, kind: str) -> None:
     seen: set[str] = set()
-    for p in probes:
-        if p.id in seen:
-            raise FixtureError(f"probe id {p.id!r} appears in more than one file; rename one")
-        seen.add(p.id)
+    for entry in entries:
+        if entry.id in seen:
+            raise FixtureError(f"{kind} id {entry.id!r} appears in more than one file; rename one")
+        seen.add(entry.id)

@@ -473,9 +473,7 @@ class FuzzReport:
                     )
                 )
             else:
-                out.append(
-                    Row("fuzz.encode", r.name, "pass", f"{r.examples} examples", declared=r.declared)
-                )
+                out.append(Row("fuzz.encode", r.name, "pass", f"{r.examples} examples", declared=r.declared))
         return out
 
     @property

@@ -71,11 +71,15 @@ def exit_code(rows: Sequence[Row], *, required_missing: Sequence[str] = ()) -> i
 
 
 def not_checked(rows: Sequence[Row]) -> list[str]:
-    """Backends that never ran (missing or error), with the reason word, for the verdict line."""
+    """Backends that never ran (missing, error, or no export file for them), with why, for the verdict line."""
     out: dict[str, str] = {}
     for r in rows:
-        if r.backend != FILES and r.status in ("missing", "error") and r.backend not in out:
-            out[r.backend] = "not installed" if r.status == "missing" else "cannot load"
+        if r.backend == FILES or r.backend in out:
+            continue
+        if r.status in ("missing", "error"):
+            out[r.backend] = "not installed" if r.status == "missing" else "cannot load the directory"
+        elif r.status == "skip" and r.check == "conformance":
+            out[r.backend] = r.message.removeprefix("not checked: ").split(";")[0]
     return [f"{name} ({why})" for name, why in out.items()]
 
 

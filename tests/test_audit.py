@@ -289,7 +289,7 @@ def test_unknown_backend_is_a_usage_error() -> None:
 
 
 def test_cli_wiring(tmp_path, capsys) -> None:
-    from stacktok_export.cli import main as cli_main
+    from stacktok_cli import main as cli_main
 
     path = write_artifact(tmp_path / "unreach.json", [(A, B), (B, C), (A, 257)])
     assert cli_main(["audit", str(path), "--backends", "none", "--quiet"]) == 1

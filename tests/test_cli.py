@@ -14,7 +14,7 @@ from .conftest import SHIPPED
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "stacktok_export.cli", *args],
+        [sys.executable, "-m", "stacktok_cli", *args],
         capture_output=True,
         text=True,
         input=stdin,

@@ -14,8 +14,9 @@ from conformance.backends._base import byte_stream, text_stream
 from conformance.fixtures import Divergence, FixtureSet, Probe, load_probes
 from conformance.layout import Exports
 from conformance.protocol import Backend, Capability
-from conformance.report import render_text, verdict
-from conformance.runner import run_suite
+from conformance.report import render_text
+from conformance.rows import exit_code
+from conformance.runner import result_rows, run_suite
 
 from .conftest import SHIPPED, SHIPPED_HF
 from .strings import HARD_STRINGS
@@ -64,10 +65,11 @@ def test_missing_backend_is_reported_missing_not_passed(tmp_path: Path, small_fi
     exports = Exports.discover(hf_only, artifact=SHIPPED)
     results, _, _ = run_suite(exports, small_fixtures, ["reference", "llama.cpp", "tiktoken"])
     by_name = {r.name: r for r in results}
-    assert by_name["llama.cpp"].status == "missing" and by_name["llama.cpp"].probes_run == 0
-    assert by_name["tiktoken"].status == "missing"
-    assert verdict(results, stale=[], required_missing=["llama.cpp"]) == 2
-    assert verdict(results, stale=[], required_missing=[]) == 0
+    # no .gguf / .tiktoken in the directory: not checked (skip, named in the verdict), never passed
+    assert by_name["llama.cpp"].status == "skip" and by_name["llama.cpp"].probes_run == 0
+    assert by_name["tiktoken"].status == "skip" and "no .tiktoken" in by_name["tiktoken"].reason
+    assert exit_code(result_rows(results, stale=[]), required_missing=["llama.cpp"]) == 2
+    assert exit_code(result_rows(results, stale=[]), required_missing=[]) == 0
 
 
 def test_shipped_exports_conform(exports: Exports, small_fixtures) -> None:
@@ -102,7 +104,7 @@ def test_corrupted_merge_fails_with_a_readable_window(tmp_path: Path, small_fixt
         assert failure.window and failure.window["reference"] != failure.window["backend"]
     text = render_text(results)
     assert "first difference at id position" in text and "reference:" in text and "backend:" in text
-    assert verdict(results, stale=[], required_missing=[]) == 1
+    assert exit_code(result_rows(results, stale=[]), required_missing=[]) == 1
 
 
 def test_declared_divergence_reports_as_expected(tmp_path: Path, small_fixtures) -> None:
@@ -124,7 +126,7 @@ def test_stale_declaration_is_flagged(exports: Exports, small_fixtures) -> None:
     ]
     results, stale, _ = run_suite(exports, small_fixtures, ["reference", "tokenizers"])
     assert stale == ["rotten"]
-    assert verdict(results, stale=stale, required_missing=[]) == 1
+    assert exit_code(result_rows(results, stale=stale), required_missing=[]) == 1
 
 
 def test_streaming_helpers_hold_back_partial_characters() -> None:

@@ -18,15 +18,13 @@ from typing import Any
 
 import pytest
 
+from conformance.backends import BackendMissing
+from conformance.backends import require as require_backend
+from conformance.backends.llama_backend import LlamaCppTokenizer
 from stacktok_export import StackTokenizer
 from stacktok_export.chat import CHAT_TEMPLATE, render_conversation, render_text
 from stacktok_export.export.bytelevel import to_chars
-from stacktok_export.export.gguf_fmt import (
-    LlamaCppTokenizer,
-    gguf_bytes,
-    read_gguf_metadata,
-    require,
-)
+from stacktok_export.export.gguf_fmt import gguf_bytes, read_gguf_metadata, require
 
 from .conftest import PROBE, SHIPPED, stdlib_text
 from .strings import HARD_STRINGS as SHARED_HARD_STRINGS
@@ -36,11 +34,14 @@ from .strings import heldout_slice
 def require_backends() -> None:
     """Fail (not skip) with install instructions if gguf or llama_cpp is missing."""
     missing = []
-    for module in ("gguf", "llama_cpp"):
-        try:
-            require(module)
-        except ImportError as exc:
-            missing.append(str(exc))
+    try:
+        require("gguf")
+    except ImportError as exc:
+        missing.append(str(exc))
+    try:
+        require_backend("llama_cpp", "llama")
+    except BackendMissing as exc:
+        missing.append(str(exc))
     if missing:
         pytest.fail("; ".join(missing) + " -- the GGUF conformance tests need them", pytrace=False)
 

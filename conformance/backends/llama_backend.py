@@ -1,27 +1,146 @@
 """llama.cpp (llama-cpp-python) over the vocab-only GGUF.
 
+:class:`LlamaCppTokenizer` is llama.cpp's tokenizer over the GGUF, through
+llama-cpp-python's C API; :class:`LlamaCppBackend` adapts it to the gate.
+
 Safe path: ``llama_tokenize(..., add_special=False, parse_special=False)``;
-trusted: ``parse_special=True``. Default: ``Llama.tokenize(text)`` -- adds
-BOS when the GGUF says so and does not parse specials (recorded). Decode
-joins ``token_to_piece(special=True)`` pieces, which is byte-exact
-(``Llama.detokenize`` drops tokens over 32 bytes, llama-cpp-python#2362).
+trusted: ``parse_special=True``. ``encode`` never adds BOS/EOS and calls
+``llama_tokenize`` once with a buffer sized from the input
+(``Llama.tokenize`` sizes it from ``n_ctx_train``, 0 when vocab-only, and so
+tokenizes twice). Default: ``Llama.tokenize(text)`` -- adds BOS when the GGUF
+says so and does not parse specials (recorded).
+
+Decoding is byte-exact: ``decode_bytes`` joins
+``llama_token_to_piece(special=True)`` pieces itself, because
+``Llama.detokenize`` drops pieces over 32 bytes (llama-cpp-python#2362) and a
+leading space after BOS, and the C ``llama_detokenize`` applies
+``clean_spaces``.
+
+``llama_cpp`` is imported only when a tokenizer is opened, so importing this
+module never needs llama-cpp-python.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import ctypes
+import operator
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 from ..layout import Exports
-from ..protocol import BackendMissing
+from ..protocol import BackendMissing, ExportAbsent
 from . import require
 from ._base import TOKENIZER_CAPS, BaseBackend
+
+_PIECE_BUFFER = 64  # bytes; longer pieces are retried with the size llama.cpp asks for
+_INT32_MAX = 2**31 - 1  # llama_tokenize's text_len is int32_t
+
+
+class LlamaCppTokenizer:
+    """llama.cpp's tokenizer over a GGUF, through llama-cpp-python's C API.
+
+    Raises BackendMissing if llama-cpp-python is not installed.
+    """
+
+    def __init__(self, gguf_path: str | os.PathLike[str]) -> None:
+        self._lib: Any = require("llama_cpp", "llama")
+        self.path = Path(gguf_path)
+        self._llama = self._lib.Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+        self._vocab = self._lib.llama_model_get_vocab(self._llama.model)
+        self.n_vocab: int = self._lib.llama_vocab_n_tokens(self._vocab)
+
+    @property
+    def version(self) -> str:
+        """The llama-cpp-python version (it pins the llama.cpp it vendors)."""
+        return str(self._lib.__version__)
+
+    # ---- what llama.cpp itself read from the file (None = not set)
+    def _id(self, fn_name: str) -> int | None:
+        token_id = getattr(self._lib, fn_name)(self._vocab)
+        return None if token_id < 0 else int(token_id)
+
+    @property
+    def bos_id(self) -> int | None:
+        return self._id("llama_vocab_bos")
+
+    @property
+    def eos_id(self) -> int | None:
+        return self._id("llama_vocab_eos")
+
+    @property
+    def eot_id(self) -> int | None:
+        return self._id("llama_vocab_eot")
+
+    @property
+    def pad_id(self) -> int | None:
+        return self._id("llama_vocab_pad")
+
+    @property
+    def adds_bos(self) -> bool:
+        return bool(self._lib.llama_vocab_get_add_bos(self._vocab))
+
+    @property
+    def adds_eos(self) -> bool:
+        return bool(self._lib.llama_vocab_get_add_eos(self._vocab))
+
+    def is_eog(self, token_id: int) -> bool:
+        """Whether llama.cpp stops generation at ``token_id``."""
+        return bool(self._lib.llama_vocab_is_eog(self._vocab, self._check_id(token_id)))
+
+    def encode(self, text: str, *, allow_special: bool) -> list[int]:
+        """Token ids of ``text``; special strings become control ids only if ``allow_special``."""
+        data = text.encode("utf-8")
+        if len(data) >= _INT32_MAX:
+            raise ValueError(f"llama_tokenize takes under 2 GiB; got {len(data)} bytes")
+        capacity = len(data) + 1  # every token covers >= 1 input byte: one call suffices
+        out = (self._lib.llama_token * capacity)()
+        n = self._lib.llama_tokenize(self._vocab, data, len(data), out, capacity, False, allow_special)
+        if n < 0:
+            raise RuntimeError(f"llama_tokenize returned {n} for {len(data)} bytes")
+        return out[:n]
+
+    def default_tokenize(self, text: str) -> list[int]:
+        """``Llama.tokenize(text.encode())`` with llama-cpp-python's defaults: what a user gets."""
+        return list(self._llama.tokenize(text.encode("utf-8")))
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The exact bytes of ``ids`` (specials as their text), piece by piece."""
+        to_piece = self._lib.llama_token_to_piece
+        buf = ctypes.create_string_buffer(_PIECE_BUFFER)
+        pieces: list[bytes] = []
+        for token_id in ids:
+            token_id = self._check_id(token_id)
+            n = to_piece(self._vocab, token_id, buf, len(buf), 0, True)
+            if n < 0:  # buffer too small: -n is the size llama.cpp needs
+                buf = ctypes.create_string_buffer(-n)
+                n = to_piece(self._vocab, token_id, buf, len(buf), 0, True)
+            pieces.append(ctypes.string_at(buf, n))
+        return b"".join(pieces)
+
+    def _check_id(self, token_id: int) -> int:
+        # Out-of-range ids throw a C++ exception inside llama.cpp, which kills the process.
+        try:
+            index = operator.index(token_id)
+        except TypeError:
+            raise TypeError(f"token ids must be int, got {token_id!r}") from None
+        if not 0 <= index < self.n_vocab:
+            raise ValueError(f"token id {index} is out of range: valid ids are 0..{self.n_vocab - 1}")
+        return index
+
+    def close(self) -> None:
+        self._llama.close()
+
+    def __repr__(self) -> str:
+        return f"LlamaCppTokenizer({str(self.path)!r}, n_vocab={self.n_vocab}, llama_cpp={self.version})"
 
 
 class LlamaCppBackend(BaseBackend):
     name = "llama.cpp"
     capabilities = TOKENIZER_CAPS
 
-    def __init__(self, tok) -> None:
+    def __init__(self, tok: LlamaCppTokenizer) -> None:
         self.tok = tok
         self.version = tok.version
 
@@ -32,13 +151,11 @@ class LlamaCppBackend(BaseBackend):
         return self.tok.decode_bytes(ids)
 
     def default_encode(self, text: str) -> list[int]:
-        return list(self.tok._llama.tokenize(text.encode("utf-8")))
+        return self.tok.default_tokenize(text)
 
 
 def load(exports: Exports) -> LlamaCppBackend:
     require("llama_cpp", "llama")
     if exports.gguf is None:
-        raise BackendMissing("no .gguf file in the directory; run `stacktok export`")
-    from stacktok_export.export.gguf_fmt import LlamaCppTokenizer
-
+        raise ExportAbsent("no .gguf file in the directory; run `stacktok export`")
     return LlamaCppBackend(LlamaCppTokenizer(exports.gguf))

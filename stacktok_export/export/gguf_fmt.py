@@ -1,4 +1,4 @@
-"""llama.cpp export: a vocab-only GGUF, its metadata, and llama.cpp's tokenizer over it.
+"""llama.cpp export: a vocab-only GGUF and its metadata.
 
 The GGUF holds the tokenizer and nothing else (no tensors, no hyperparameters):
 
@@ -33,8 +33,8 @@ llama-cpp-python 0.3.36 vendors (commit 0c1e57098bba), ``src/llama-vocab.cpp``:
   on it.
 - ``"dbrx"`` and ``"smaug-bpe"`` (lines 2275-2280) set only the pre type:
   merges respected, no BOS, ``clean_spaces`` left at the BPE default (true;
-  it matters only to ``llama_detokenize``, which :class:`LlamaCppTokenizer`
-  does not use). ``smaug-bpe`` names a Llama-3-tokenizer model
+  it matters only to ``llama_detokenize``, which the llama.cpp backend's
+  decoder does not use). ``smaug-bpe`` names a Llama-3-tokenizer model
   (Smaug-Llama-3-70B, ``convert_hf_to_gguf_update.py:112``) and, unlike
   ``dbrx``, is not also an architecture name.
 
@@ -45,19 +45,19 @@ the 21,862 code points that the reference's newer ``regex`` tables call
 (``"\\u1c89's"``); and ``'[sS]`` misses U+017F LONG S, which ``(?i:'s)``
 case-folds to ``s`` (``"'ſt"``). Bytes always round-trip.
 
+llama.cpp's tokenizer over this file (single-call tokenize, byte-exact decoding) is
+:class:`conformance.backends.llama_backend.LlamaCppTokenizer`.
+
 Out of scope: model weights and hyperparameters, other GGUF tokenizer models
 (SentencePiece, WordPiece), and llama.cpp's C++ chat-template engine.
 """
 
 from __future__ import annotations
 
-import ctypes
 import importlib
-import operator
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -79,18 +79,13 @@ TOKEN_TYPE_NORMAL = 1  # gguf.TokenType.NORMAL
 TOKEN_TYPE_CONTROL = 3  # gguf.TokenType.CONTROL
 METADATA_PREFIXES = ("general.", "tokenizer.", "stacktok.")
 
-_INSTALL = {
-    "gguf": "pip install 'stacktok[gguf]'  (or: pip install gguf numpy)",
-    "llama_cpp": "pip install 'stacktok[llama]'  (or: pip install llama-cpp-python)",
-}
+_INSTALL = {"gguf": "pip install 'stacktok[gguf]'  (or: pip install gguf numpy)"}
 # Special token -> the GGUF key suffix of its id (tokenizer.ggml.<suffix>_token_id).
 _SPECIAL_ID_KEYS = {"<|bos|>": "bos", "<|eos|>": "eos", "<|pad|>": "padding", "<|end|>": "eot"}
-_PIECE_BUFFER = 64  # bytes; longer pieces are retried with the size llama.cpp asks for
-_INT32_MAX = 2**31 - 1  # llama_tokenize's text_len is int32_t
 
 
 def require(module: str) -> ModuleType:
-    """Import ``gguf`` or ``llama_cpp``; ``ImportError`` says how to install it."""
+    """Import ``gguf``; ``ImportError`` says how to install it."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
@@ -165,104 +160,3 @@ def read_gguf_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {
         name: field.contents() for name, field in reader.fields.items() if name.startswith(METADATA_PREFIXES)
     }
-
-
-# ------------------------------------------------------------- llama.cpp side
-class LlamaCppTokenizer:
-    """llama.cpp's tokenizer over a GGUF, through llama-cpp-python's C API.
-
-    ``encode`` never adds BOS/EOS. ``decode_bytes`` is byte-exact: it joins
-    ``llama_token_to_piece(special=True)`` pieces itself, because
-    ``Llama.detokenize`` drops pieces over 32 bytes and a leading space after
-    BOS, and the C ``llama_detokenize`` applies ``clean_spaces``. ``encode``
-    calls ``llama_tokenize`` once with a buffer sized from the input
-    (``Llama.tokenize`` sizes it from ``n_ctx_train``, 0 when vocab-only, and
-    so tokenizes twice).
-    """
-
-    def __init__(self, gguf_path: str | os.PathLike[str]) -> None:
-        self._lib = require("llama_cpp")
-        self.path = Path(gguf_path)
-        self._llama = self._lib.Llama(model_path=str(self.path), vocab_only=True, verbose=False)
-        self._vocab = self._lib.llama_model_get_vocab(self._llama.model)
-        self.n_vocab: int = self._lib.llama_vocab_n_tokens(self._vocab)
-
-    @property
-    def version(self) -> str:
-        """The llama-cpp-python version (it pins the llama.cpp it vendors)."""
-        return str(self._lib.__version__)
-
-    # ---- what llama.cpp itself read from the file (None = not set)
-    def _id(self, fn_name: str) -> int | None:
-        token_id = getattr(self._lib, fn_name)(self._vocab)
-        return None if token_id < 0 else int(token_id)
-
-    @property
-    def bos_id(self) -> int | None:
-        return self._id("llama_vocab_bos")
-
-    @property
-    def eos_id(self) -> int | None:
-        return self._id("llama_vocab_eos")
-
-    @property
-    def eot_id(self) -> int | None:
-        return self._id("llama_vocab_eot")
-
-    @property
-    def pad_id(self) -> int | None:
-        return self._id("llama_vocab_pad")
-
-    @property
-    def adds_bos(self) -> bool:
-        return bool(self._lib.llama_vocab_get_add_bos(self._vocab))
-
-    @property
-    def adds_eos(self) -> bool:
-        return bool(self._lib.llama_vocab_get_add_eos(self._vocab))
-
-    def is_eog(self, token_id: int) -> bool:
-        """Whether llama.cpp stops generation at ``token_id``."""
-        return bool(self._lib.llama_vocab_is_eog(self._vocab, self._check_id(token_id)))
-
-    def encode(self, text: str, *, allow_special: bool) -> list[int]:
-        """Token ids of ``text``; special strings become control ids only if ``allow_special``."""
-        data = text.encode("utf-8")
-        if len(data) >= _INT32_MAX:
-            raise ValueError(f"llama_tokenize takes under 2 GiB; got {len(data)} bytes")
-        capacity = len(data) + 1  # every token covers >= 1 input byte: one call suffices
-        out = (self._lib.llama_token * capacity)()
-        n = self._lib.llama_tokenize(self._vocab, data, len(data), out, capacity, False, allow_special)
-        if n < 0:
-            raise RuntimeError(f"llama_tokenize returned {n} for {len(data)} bytes")
-        return out[:n]
-
-    def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        """The exact bytes of ``ids`` (specials as their text), piece by piece."""
-        to_piece = self._lib.llama_token_to_piece
-        buf = ctypes.create_string_buffer(_PIECE_BUFFER)
-        pieces: list[bytes] = []
-        for token_id in ids:
-            token_id = self._check_id(token_id)
-            n = to_piece(self._vocab, token_id, buf, len(buf), 0, True)
-            if n < 0:  # buffer too small: -n is the size llama.cpp needs
-                buf = ctypes.create_string_buffer(-n)
-                n = to_piece(self._vocab, token_id, buf, len(buf), 0, True)
-            pieces.append(ctypes.string_at(buf, n))
-        return b"".join(pieces)
-
-    def _check_id(self, token_id: int) -> int:
-        # Out-of-range ids throw a C++ exception inside llama.cpp, which kills the process.
-        try:
-            index = operator.index(token_id)
-        except TypeError:
-            raise TypeError(f"token ids must be int, got {token_id!r}") from None
-        if not 0 <= index < self.n_vocab:
-            raise ValueError(f"token id {index} is out of range: valid ids are 0..{self.n_vocab - 1}")
-        return index
-
-    def close(self) -> None:
-        self._llama.close()
-
-    def __repr__(self) -> str:
-        return f"LlamaCppTokenizer({str(self.path)!r}, n_vocab={self.n_vocab}, llama_cpp={self.version})"
