@@ -20,6 +20,7 @@ EXPORTED = [
     "stack100m-32768-hf/tokenizer_config.json",
     "stack100m-32768-hf/special_tokens_map.json",
     "stack100m-32768-hf/chat_template.jinja",
+    "stack100m-32768-hf/generation_config.json",
 ]
 
 

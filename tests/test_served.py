@@ -316,7 +316,7 @@ def test_gate_serve_vllm_flag_runs_the_server(tmp_path) -> None:
     _require_vllm()
     import json
 
-    from stacktok_export.cli import build_parser
+    from stacktok_cli import build_parser
 
     probes = tmp_path / "p.jsonl"
     probes.write_text(
