@@ -165,7 +165,7 @@ class Declarations:
             return False
 
     def stale(self, ran: dict[str, Backend], used: set[str], probes: Sequence[Probe]) -> list[str]:
-        """Declarations for a backend that ran which matched no difference although the data could show one."""
+        """Declarations of a backend that ran that matched nothing although the data could show it."""
         out = []
         for d in self.divergences:
             backend = ran.get(d.backend)

@@ -78,7 +78,7 @@ from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
 from stacktok_export.pretokenize import compile_pattern
 
-from .backends import REGISTRY, backend_list, load_backend
+from .backends import REFERENCE, REGISTRY, backend_list, load_backend
 from .declared import Declarations
 from .fixtures import FixtureError, FixtureSet
 from .generators import GENERATORS, GenContext, pick
@@ -89,7 +89,7 @@ from .runner import first_window
 
 UNTRUSTED, TRUSTED = "untrusted", "trusted"
 MODES = (UNTRUSTED, TRUSTED)
-DEFAULT_BACKENDS = tuple(n for n in REGISTRY if n != "reference")
+DEFAULT_BACKENDS = tuple(n for n in REGISTRY if n != REFERENCE)
 DEFAULT_EXAMPLES = 20_000
 BATCH = 64  # examples handed to the backend threads at a time
 QUEUE_BATCHES = 8  # batches a slow backend may lag behind the generator

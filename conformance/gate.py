@@ -123,7 +123,8 @@ def collect_rows(
     rows = run_static(exports, ref)
     rows += surface_rows(exports, ref)
     say(
-        f"conformance: {len(fixtures.probes)} probes, {len(fixtures.chats)} chats, backends {','.join(args.backends)}"
+        f"conformance: {len(fixtures.probes)} probes, {len(fixtures.chats)} chats, "
+        f"backends {','.join(args.backends)}"
     )
     results, stale, _ = run_suite(exports, fixtures, args.backends, progress=say, workers=args.workers)
     suite = result_rows(results, stale=stale)

@@ -35,6 +35,7 @@ from stacktok_export.export.gguf_fmt import merge_strings
 from stacktok_export.export.hf import DECODER_JSON, FINGERPRINT_KEY, hf_files, pre_tokenizer_json
 from stacktok_export.export.tiktoken_fmt import tiktoken_text
 
+from .backends import readers_of
 from .layout import Exports
 from .protocol import BackendMissing
 from .rows import FILES, Row, row
@@ -51,14 +52,15 @@ JSON_FILES = (
     "generation_config.json",
     "special_tokens_map.json",
 )
-#: syntax rows judged by behaviour: check -> (backends that read the file, conformance checks that prove it)
-BEHAVIOUR_JUDGED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "config.pre_tokenizer": (("tokenizers", "transformers-reload", "vllm"), ("encode", "trusted")),
-    "config.normalizer": (("tokenizers", "transformers-reload", "vllm"), ("encode", "trusted")),
-    "config.bpe_model": (("tokenizers", "transformers-reload", "vllm"), ("encode", "trusted")),
-    "config.decoder": (("tokenizers", "transformers-reload", "vllm"), ("decode", "single_tokens", "stream")),
-    "config.special_flags": (("tokenizers", "transformers-reload", "vllm"), ("trusted", "injection")),
-    "config.post_processor": (("tokenizers", "transformers-reload"), ("encode",)),
+#: syntax rows judged by behaviour: check -> the conformance checks that prove it on the readers
+#: of tokenizer.json (``conformance.backends.readers_of``)
+BEHAVIOUR_JUDGED: dict[str, tuple[str, ...]] = {
+    "config.pre_tokenizer": ("encode", "trusted"),
+    "config.normalizer": ("encode", "trusted"),
+    "config.bpe_model": ("encode", "trusted"),
+    "config.decoder": ("decode", "single_tokens", "stream"),
+    "config.special_flags": ("trusted", "injection"),
+    "config.post_processor": ("encode", "default"),
 }
 FIX_RESAVE = (
     "copy the exported tokenizer files back (tokenizer_config.json, tokenizer.json, "
@@ -160,7 +162,8 @@ def check_provenance(ctx: _Ctx) -> list[Row]:
             row(
                 "provenance.fingerprint",
                 fp == ctx.ref.fingerprint,
-                f"label stacktok_fingerprint {str(fp)[:12]}... is not the artifact's {ctx.ref.fingerprint[:12]}...; "
+                f"label stacktok_fingerprint {str(fp)[:12]}... is not the artifact's "
+                f"{ctx.ref.fingerprint[:12]}...; "
                 "a label proves nothing either way -- the content checks below decide",
                 "re-export from the frozen artifact so the label tells the truth",
                 warn=True,
@@ -213,7 +216,8 @@ def _files_identical(ctx: _Ctx) -> Row:
     return row(
         "provenance.files",
         not differ,
-        f"not byte-identical to `stacktok export`: {', '.join(differ)} (behaviour decides: see the rows below)",
+        f"not byte-identical to `stacktok export`: {', '.join(differ)} "
+        "(behaviour decides: see the rows below)",
         "re-export, or keep the edit if every behavioural row passes",
         warn=True,
     )
@@ -465,7 +469,6 @@ def _tokenizer_config_checks(ctx: _Ctx) -> list[Row]:
         ]
     clean = tcfg.get("clean_up_tokenization_spaces")
     max_len = tcfg.get("model_max_length")
-    cls = tcfg.get("tokenizer_class")
     out = [
         row(
             "config.clean_up_spaces",
@@ -481,13 +484,7 @@ def _tokenizer_config_checks(ctx: _Ctx) -> list[Row]:
             f"model_max_length {max_len} truncates below {MIN_CONTEXT}",
             f"set model_max_length to at least {MIN_CONTEXT}",
         ),
-        row(
-            "config.loads_in_4x",
-            (cls in CLASSES_4X or cls is None) and not isinstance(tcfg.get("extra_special_tokens"), list),
-            f"tokenizer_class {cls!r} / list-valued extra_special_tokens only load in transformers 5.x "
-            "(4.57: 'Tokenizer class TokenizersBackend does not exist', transformers#47553)",
-            FIX_RESAVE + ", or set tokenizer_class to PreTrainedTokenizerFast",
-        ),
+        _loads_in_4x(tcfg),
     ]
     decoder = tcfg.get("added_tokens_decoder") or {}
     bad = [
@@ -506,6 +503,33 @@ def _tokenizer_config_checks(ctx: _Ctx) -> list[Row]:
         )
     )
     return out
+
+
+def _loads_in_4x(tcfg: dict[str, Any]) -> Row:
+    cls = tcfg.get("tokenizer_class")
+    listed = isinstance(tcfg.get("extra_special_tokens"), list)
+    if cls in CLASSES_4X and not listed:
+        return Row("config.loads_in_4x", FILES, "pass", "ok")
+    if cls is None:
+        why = (
+            "no tokenizer_class: transformers 4.57 then picks the class from config.json's model_type "
+            "(llama -> LlamaTokenizerFast: prepends <|bos|>, adds <unk> as id 32768)"
+        )
+    else:
+        why = (
+            f"tokenizer_class {cls!r}"
+            + (" and list-valued extra_special_tokens" if listed else "")
+            + " only load in transformers 5.x (4.57: 'Tokenizer class TokenizersBackend does not exist' / "
+            "\"'list' object has no attribute 'keys'\", transformers#47553)"
+        )
+    return Row(
+        "config.loads_in_4x",
+        FILES,
+        "fail",
+        why,
+        FIX_RESAVE + "; or set tokenizer_class to PreTrainedTokenizerFast and rename the list "
+        "extra_special_tokens to additional_special_tokens",
+    )
 
 
 def _known_tokenizer_class(name: str) -> bool:
@@ -537,7 +561,8 @@ def _remote_code_checks(ctx: _Ctx) -> list[Row]:
             "the directory asks for code from the checkpoint: "
             + "; ".join(found)
             + " -- loaders would need trust_remote_code=True, and that code decides tokenization",
-            "drop auto_map and use tokenizer_class PreTrainedTokenizerFast (the gate never runs checkpoint code)",
+            "drop auto_map and use tokenizer_class PreTrainedTokenizerFast "
+            "(the gate never runs checkpoint code)",
         )
     ]
 
@@ -787,7 +812,7 @@ def behaviour_proof(static: Sequence[Row], suite: Sequence[Row]) -> list[Row]:
         if r.status != "warn" or judged is None:
             out.append(r)
             continue
-        readers, checks = judged
+        readers, checks = readers_of("tokenizer.json"), judged
         proof = [s for s in suite if s.backend in readers and s.check in {f"conformance.{c}" for c in checks}]
         bad = [f"{s.check}[{s.backend}]" for s in proof if s.status in ("fail", "error")]
         ran = [s for s in proof if s.status == "pass"]
@@ -801,8 +826,10 @@ def behaviour_proof(static: Sequence[Row], suite: Sequence[Row]) -> list[Row]:
                     r.check,
                     r.backend,
                     "fail",
-                    f"{r.message}; no backend that reads it ({', '.join(readers)}) ran to show it behaves the same",
-                    "install tokenizers/transformers (pip install 'stacktok[hf]') and rerun, or restore the section",
+                    f"{r.message}; no backend that reads it ({', '.join(readers)}) ran to show "
+                    "it behaves the same",
+                    "install tokenizers/transformers (pip install 'stacktok[hf]') and rerun, "
+                    "or restore the section",
                 )
             )
         else:

@@ -71,7 +71,7 @@ def exit_code(rows: Sequence[Row], *, required_missing: Sequence[str] = ()) -> i
 
 
 def not_checked(rows: Sequence[Row]) -> list[str]:
-    """Backends that never ran (missing, error, or no export file for them), with why, for the verdict line."""
+    """Backends that never ran (missing, error, no export file for them), with why, for the verdict."""
     out: dict[str, str] = {}
     for r in rows:
         if r.backend == FILES or r.backend in out:

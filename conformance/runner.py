@@ -35,7 +35,7 @@ from typing import Any
 
 from stacktok_export import StackTokenizer
 
-from .backends import load_backend
+from .backends import load_backend, shared_reference
 from .declared import Declarations
 from .fixtures import Chat, FixtureSet, Probe
 from .layout import Exports
@@ -276,18 +276,19 @@ class Runner:
         else:
             behaviour = "safe"
         res.default_behaviour = behaviour
+        plain = (self.ref.encode(INJECTION_TEXT), self.ref.encode(INJECTION_TEXT, allowed_special="all"))
+        added = [] if err or got in plain else _added_ids(got, plain)
         expected = self.fx.defaults.get(backend.name)
         probe = Probe("default:injection", "default", INJECTION_TEXT)
-        ok = expected is None or expected == behaviour
+        ok = (expected is None or expected == behaviour) and not added
         why = f" ({err})" if err else ""
-        self._record(
-            res,
-            backend,
-            "default",
-            probe,
-            ok,
-            f"default behaviour changed: expected {expected}, now {behaviour}{why}",
-        )
+        detail = f"default behaviour changed: expected {expected}, now {behaviour}{why}"
+        if added:
+            detail = (
+                f"with no flags {backend.name} adds {added} to every encode (BOS/EOS behind the chat "
+                "template's back: a double <|bos|>, vLLM PR#16976)"
+            )
+        self._record(res, backend, "default", probe, ok, detail)
 
     def _chat(self, res: BackendResult, backend: Backend, chat: Chat) -> None:
         probe = Probe(chat.id, "chat", "")
@@ -326,6 +327,15 @@ class Runner:
         return self.decl.stale(ran, used, self.fx.probes)
 
 
+def _added_ids(got: Sequence[int], plain: Sequence[Sequence[int]]) -> list[int]:
+    """Ids ``got`` has beyond the closest plain encoding (a prefix/suffix a default path adds)."""
+    best = min(plain, key=lambda ids: abs(len(got) - len(ids)))
+    start = first_difference(best, got)
+    rest = list(got[start:])
+    tail = list(best[start:])
+    return rest[: len(rest) - len(tail)] if rest[len(rest) - len(tail) :] == tail else rest[:5]
+
+
 def _diff_bytes(want: bytes, got: bytes | None) -> str:
     if got is None:
         return "no output"
@@ -342,7 +352,7 @@ def run_suite(
     directory is *skip*; one whose library refuses the directory is *error*, carrying the
     library's own message -- never an exception out of here.
     """
-    ref = StackTokenizer.load(exports.artifact)
+    ref = shared_reference(exports.artifact)
     runner = Runner(ref, fixtures, progress=progress)
 
     def one(name: str) -> BackendResult:
@@ -374,7 +384,8 @@ FIXES = {
     "injection": "untrusted text produced a control token: use the backend's safe path (README: "
     "Loading the exports safely) and check the special tokens' flags / token types",
     "trusted": "special tokens are not parsed at their ids: check added_tokens / token types",
-    "decode": "decoding reference ids does not give the original bytes: check the decoder and clean-up settings",
+    "decode": "decoding reference ids does not give the original bytes: "
+    "check the decoder and clean-up settings",
     "single_tokens": "some ids do not decode to their own bytes: the vocabulary differs",
     "default": "the backend's default handling of special strings changed: review it before serving",
     "chat": "the chat template does not render what the model was trained on: use the exported template",
@@ -488,7 +499,10 @@ def _chat_injection_row(r: BackendResult) -> Row:
         return Row(
             "conformance.chat_injection", r.name, "pass", f"{total} chat(s) keep typed specials as text"
         )
-    msg = f"{unsafe}/{total} chat(s) with special strings in content became control tokens in {r.name}'s chat path"
+    msg = (
+        f"{unsafe}/{total} chat(s) with special strings in content became control tokens "
+        f"in {r.name}'s chat path"
+    )
     if r.chat_injection_safe_path:
         return Row(
             "conformance.chat_injection",

@@ -29,8 +29,8 @@ import pytest
 
 from conformance import fuzz
 from conformance.backends import load_backend
-from conformance.declared import Declarations
 from conformance.backends.llama_backend import LlamaCppTokenizer
+from conformance.declared import Declarations
 from conformance.fixtures import FixtureSet, load_probes
 from conformance.gate import add_arguments as gate_arguments
 from conformance.gate import main as gate_main

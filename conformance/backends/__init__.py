@@ -6,7 +6,11 @@ library is not installed raises ``BackendMissing`` and is reported *missing*.
 
 from __future__ import annotations
 
+import functools
 import importlib
+from pathlib import Path
+
+from stacktok_export import StackTokenizer
 
 from ..layout import Exports
 from ..protocol import Backend, BackendMissing, ExportAbsent
@@ -24,6 +28,26 @@ REGISTRY: dict[str, str] = {
 }
 
 
+#: the ground truth every other backend is compared with
+REFERENCE = "reference"
+#: which export file each backend reads (the gate judges a file's edits by its readers' rows)
+READS: dict[str, str] = {
+    "reference": "artifact",
+    "tiktoken": ".tiktoken",
+    "tokenizers": "tokenizer.json",
+    "transformers": "artifact",
+    "transformers-reload": "tokenizer.json",
+    "llama.cpp": ".gguf",
+    "vllm": "tokenizer.json",
+    "trl": "tokenizer.json",
+}
+
+
+def readers_of(export: str) -> tuple[str, ...]:
+    """Backends that load ``export`` (``tokenizer.json``, ``.gguf``, ``.tiktoken``)."""
+    return tuple(name for name, reads in READS.items() if reads == export)
+
+
 def load_backend(name: str, exports: Exports) -> Backend:
     """Build backend ``name`` over ``exports``; may raise BackendMissing."""
     if name not in REGISTRY:
@@ -34,6 +58,18 @@ def load_backend(name: str, exports: Exports) -> Backend:
         raise BackendMissing(f"the {name} adapter cannot be imported ({exc})") from None
     loader = getattr(module, "load_reload" if name == "transformers-reload" else "load")
     return loader(exports)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_reference(path: str, stamp: tuple[int, int]) -> StackTokenizer:
+    return StackTokenizer.load(path)
+
+
+def shared_reference(path: Path) -> StackTokenizer:
+    """The artifact's tokenizer, loaded once per file version and shared by the runner and the
+    adapters that need it (its pre-token cache then serves every one of them)."""
+    stat = Path(path).stat()
+    return _load_reference(str(Path(path).resolve()), (stat.st_mtime_ns, stat.st_size))
 
 
 def require(module: str, extra: str) -> object:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..layout import Exports
-from ..protocol import BackendMissing, ExportAbsent
+from ..protocol import ExportAbsent
 from . import require
 from ._base import TOKENIZER_CAPS, BaseBackend
 

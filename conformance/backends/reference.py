@@ -9,6 +9,7 @@ from stacktok_export.chat import render_conversation
 
 from ..layout import Exports
 from ..protocol import Capability
+from . import shared_reference
 from ._base import BaseBackend
 
 
@@ -36,4 +37,4 @@ class ReferenceBackend(BaseBackend):
 
 
 def load(exports: Exports) -> ReferenceBackend:
-    return ReferenceBackend(StackTokenizer.load(exports.artifact))
+    return ReferenceBackend(shared_reference(exports.artifact))

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stacktok_export import StackTokenizer
 from stacktok_export.export.tiktoken_fmt import load_tiktoken_file
 
 from ..layout import Exports
 from ..protocol import ExportAbsent
-from . import dist_version, require
+from . import dist_version, require, shared_reference
 from ._base import TOKENIZER_CAPS, BaseBackend
 
 
@@ -42,5 +41,5 @@ def load(exports: Exports) -> TiktokenBackend:
     require("tiktoken", "tiktoken")
     if exports.tiktoken is None:
         raise ExportAbsent("no .tiktoken file in the directory; run `stacktok export`")
-    ref = StackTokenizer.load(exports.artifact)
+    ref = shared_reference(exports.artifact)
     return TiktokenBackend(load_tiktoken_file(ref, exports.tiktoken), dist_version("tiktoken"))

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from ..layout import Exports
 from ..protocol import Capability, ExportAbsent
-from . import require
+from . import require, shared_reference
 from ._base import BaseBackend
 
 
@@ -61,10 +61,9 @@ class TransformersBackend(BaseBackend):
 def load(exports: Exports) -> TransformersBackend:
     """The in-memory object stacktok builds from the artifact (no files involved)."""
     transformers = require("transformers", "hf")
-    from stacktok_export import StackTokenizer
     from stacktok_export.export.hf import to_transformers
 
-    tok = to_transformers(StackTokenizer.load(exports.artifact))
+    tok = to_transformers(shared_reference(exports.artifact))
     return TransformersBackend(tok, name="transformers", version=transformers.__version__)
 
 
