@@ -288,16 +288,27 @@ def _special_id_checks(ctx: _Ctx) -> list[Row]:
     out = []
     for key, places in seen.items():
         bad = [(n, v) for n, v in places if not _id_in(v, want[key])]
+        # a model config's pad id only pads batched generation; the tokenizer's pad is what training uses
+        soft = key == "pad" and all(n in ("config.json", "generation_config.json") for n, _ in bad)
         out.append(
             row(
                 f"config.{key}_id",
                 not bad,
-                f"{key} id disagrees: " + ", ".join(f"{n}={v}" for n, v in bad),
+                f"{key} id disagrees: "
+                + ", ".join(f"{n}={v}" for n, v in bad)
+                + (" (pads batched generation only; the tokenizer's pad is <|pad|>)" if soft else ""),
                 f"set every {key} id to {sorted(want[key])[0]} ({'<|' + key + '|>'})",
+                warn=soft,
             )
         )
     out.append(_eos_stops_turns(ctx, gen, eos, end))
-    pads = {p for _, value in seen["pad"] for p in (value if isinstance(value, list) else [value])}
+    tokenizer_files = ("tokenizer_config.json", "special_tokens_map.json", "GGUF")
+    pads = {
+        p
+        for name, value in seen["pad"]
+        if name in tokenizer_files
+        for p in (value if isinstance(value, list) else [value])
+    }
     out.append(
         row(
             "config.pad_not_eos",
@@ -586,12 +597,13 @@ def check_chat_files(ctx: _Ctx) -> list[Row]:
     out = [Row("chat.template_present", FILES, "pass", f"from {ctx.template_source}")]
     if inline is not None and jinja is not None:
         out.append(
-            row(
+            _same_template(
                 "chat.template_files_agree",
-                inline == jinja,
-                "tokenizer_config.json chat_template and chat_template.jinja differ: transformers uses the "
-                ".jinja file, tools that read tokenizer_config.json use the other",
-                "make both the exported template",
+                inline,
+                jinja,
+                "tokenizer_config.json chat_template and chat_template.jinja",
+                "make both the exported template (transformers uses the .jinja file, tools that read "
+                "tokenizer_config.json the other)",
             )
         )
     else:
@@ -607,16 +619,48 @@ def check_chat_files(ctx: _Ctx) -> list[Row]:
     )
     if ctx.gguf_ok():
         out.append(
-            row(
+            _same_template(
                 "gguf.chat_template",
-                ctx.gguf_value("tokenizer.chat_template") == ctx.template,
-                f"GGUF chat template differs from the HF one ({ctx.template_source})",
+                ctx.gguf_value("tokenizer.chat_template"),
+                ctx.template,
+                f"the GGUF's tokenizer.chat_template and the HF one ({ctx.template_source})",
                 "rebuild the GGUF with `stacktok export`",
             )
         )
     else:
         out.append(_skip("gguf.chat_template", _no_gguf(ctx)))
     return out
+
+
+SAMPLE_CHATS = (
+    ((("system", "Be brief."), ("user", "2+2?"), ("assistant", "4")), False),
+    ((("user", "weather?"), ("tool_call", '{"city": "Oslo"}'), ("tool_result", '{"c": -3}')), True),
+    ((("user", "  spaced\r\n  "),), True),
+)
+
+
+def _same_template(check: str, a: Any, b: Any, what: str, fix: str) -> Row:
+    """Identical text passes; different text that renders every sample chat identically warns."""
+    if a == b:
+        return Row(check, FILES, "pass", "ok")
+    if not isinstance(a, str) or not isinstance(b, str):
+        return Row(check, FILES, "fail", f"{what}: one of them is missing", fix)
+    from .template import render_template
+
+    chats = [([{"role": r, "content": c} for r, c in chat], gen) for chat, gen in SAMPLE_CHATS]
+    try:
+        same = all(
+            render_template(a, msgs, add_generation_prompt=gen)
+            == render_template(b, msgs, add_generation_prompt=gen)
+            for msgs, gen in chats
+        )
+    except Exception:  # noqa: BLE001 -- a template that cannot render differs (see chat.template_sandboxed)
+        same = False
+    if same:
+        return Row(
+            check, FILES, "warn", f"{what} differ in text but render the sample chats identically", fix
+        )
+    return Row(check, FILES, "fail", f"{what} differ and render chats differently", fix)
 
 
 def _has_generation(template: str) -> bool:

@@ -457,10 +457,9 @@ class _DriftProxy:
         return self._tok.encode(text, add_special_tokens=False).ids
 
 
-def _drift_proxy(server: Server) -> _DriftProxy | None:
-    path = Path(server.model) / "tokenizer.json"
+def _drift_proxy(tokenizer_json: Path, server: Server) -> _DriftProxy | None:
     try:
-        return _DriftProxy(path, server.version)
+        return _DriftProxy(tokenizer_json, server.version)
     except Exception:  # noqa: BLE001 -- without tokenizers, only id/category declarations apply
         return None
 
@@ -632,6 +631,7 @@ def _served_rows(
     budget: _Budget,
     divergences: Sequence[Any] = (),
     progress: Progress = None,
+    tokenizer_json: Path | None = None,
 ) -> list[Check]:
     say = progress or (lambda _m: None)
     specials = sorted(ref.special_to_id, key=len, reverse=True)
@@ -640,7 +640,7 @@ def _served_rows(
     model = server.model
 
     declarations = Declarations(divergences, ref) if divergences else None
-    proxy = _drift_proxy(server) if divergences else None
+    proxy = _drift_proxy(tokenizer_json, server) if divergences and tokenizer_json else None
 
     def tally(check: str, fix: str) -> _Tally:
         return _Tally(check, fix, declarations, proxy)
@@ -895,7 +895,14 @@ def check_served(
                 )
                 t1 = time.monotonic()
                 rows += _served_rows(
-                    server, ref, probes, chats, budget=_Budget(budget), divergences=divergences, progress=say
+                    server,
+                    ref,
+                    probes,
+                    chats,
+                    budget=_Budget(budget),
+                    divergences=divergences,
+                    progress=say,
+                    tokenizer_json=Path(tokenizer_dir) / "tokenizer.json",
                 )
                 say(f"served: checks took {time.monotonic() - t1:.1f}s")
         except ServerError as exc:

@@ -432,11 +432,17 @@ def _id_values(short: str, value: Any) -> list[Any] | None:
     return value if isinstance(value, list) else [value]
 
 
+#: keys whose value here is llama.cpp's own default for a gpt2 (BPE) vocabulary: behaviour-identical
+GGUF_BENIGN = {"add_space_prefix": False, "add_sep_token": False, "remove_extra_whitespaces": False}
+
+
 def _gguf_key_diffs(fields: dict[str, Any], exp: _Expected) -> list[_Diff]:
     out: list[_Diff] = []
     for key, value in fields.items():
         if not isinstance(key, str) or not key.startswith(GGUF_PREFIX):
             continue
+        if key[len(GGUF_PREFIX) :] in GGUF_BENIGN and value is GGUF_BENIGN[key[len(GGUF_PREFIX) :]]:
+            continue  # written by convert_hf_to_gguf with the default value: nothing changes
         short = key[len(GGUF_PREFIX) :]
         ids = _id_values(short, value)
         bad = [v for v in ids or [] if not (_is_int(v) and 0 <= v < exp.vocab_size)]

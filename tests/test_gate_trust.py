@@ -433,3 +433,22 @@ def test_gate_never_writes_into_what_it_checks(tmp_path, data) -> None:
     before = {p.name: p.read_bytes() for p in ckpt.iterdir()}
     gate(ckpt, data, backends="reference,tokenizers,tiktoken")
     assert {p.name: p.read_bytes() for p in ckpt.iterdir()} == before
+
+
+def test_template_files_differing_only_in_form_warn(tmp_path, data) -> None:
+    ckpt = checkpoint(tmp_path / "ckpt")
+    jinja = ckpt / "chat_template.jinja"
+    jinja.write_bytes(jinja.read_bytes() + b"\n")  # a trailing newline: jinja drops it when rendering
+    code, report = gate(ckpt, data, backends="reference,transformers-reload")
+    assert code == 0, rows(report, "fail")
+    assert "chat.template_files_agree[files]" in rows(report, "warn")
+
+
+def test_generation_config_pad_is_not_the_tokenizer_pad(tmp_path, data) -> None:
+    """pad_token_id = eos in generation_config.json is common and pads batched generation only."""
+    ckpt = checkpoint(tmp_path / "ckpt")
+    edit_json(ckpt / "generation_config.json", lambda g: g.update(pad_token_id=32760))
+    code, report = gate(ckpt, data)
+    assert code == 0, rows(report, "fail")
+    assert "config.pad_id[files]" in rows(report, "warn")
+    assert "config.pad_not_eos[files]" in rows(report, "pass")
