@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", type=Path, action="append", default=[])
     p.add_argument("--json", type=Path, default=None, help="write the JSON report here")
     p.add_argument("--matrix", type=Path, default=None, help="write support-matrix rows (JSONL)")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--debug", action="store_true", help="show the trace of an internal error")
     return p
 
 
@@ -79,12 +80,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         write_text_atomic(args.json, to_json(results, meta=meta, stale=stale))
     if args.matrix:
-        rows = [json.dumps(matrix_row(r), sort_keys=True) for r in results]
-        write_text_atomic(args.matrix, "\n".join(rows) + "\n")
+        lines = [json.dumps(matrix_row(r), sort_keys=True) for r in results]
+        write_text_atomic(args.matrix, "\n".join(lines) + "\n")
     code = exit_code(rows, required_missing=required_missing)
     print(f"verdict: {verdict_line(rows, code)}")
     return code
 
 
+def _main_or_exit_3() -> int:
+    """An unexpected error is one line and exit 3 (never 0 or 1, which carry the verdict)."""
+    try:
+        return main()
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001
+        if "--debug" in sys.argv:
+            raise
+        print(
+            f"conformance: internal error: {type(exc).__name__}: {str(exc)[:300]} "
+            "(rerun with --debug for the trace); this is a bug in stacktok, not a verdict",
+            file=sys.stderr,
+        )
+        return 3
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main_or_exit_3())

@@ -26,6 +26,10 @@ class TransformersBackend(BaseBackend):
 
     def __init__(self, tok, *, name: str, version: str) -> None:
         self.tok = tok
+        # probes longer than model_max_length are deliberate: the gate checks model_max_length itself
+        getattr(tok, "deprecation_warnings", {})["sequence-length-is-longer-than-the-specified-maximum"] = (
+            True
+        )
         self.name = name
         self.version = version
         self._lock = threading.Lock()

@@ -161,6 +161,10 @@ class VllmBackend(BaseBackend):
     def __init__(self, renderer, *, version: str, mods: dict) -> None:
         self.renderer = renderer
         self.tok = renderer.get_tokenizer()
+        # long probes are deliberate; the gate checks model_max_length itself
+        warned = getattr(self.tok, "deprecation_warnings", None)
+        if isinstance(warned, dict):
+            warned["sequence-length-is-longer-than-the-specified-maximum"] = True
         self.version = version
         self._m = mods
         self._ids = itertools.count(1)
