@@ -309,12 +309,18 @@ def _special_id_checks(ctx: _Ctx) -> list[Row]:
         if name in tokenizer_files
         for p in (value if isinstance(value, list) else [value])
     }
+    # transformers takes tokenizer_config.json's pad_token (an explicit null wins), else special_tokens_map's
+    pad_source = tcfg if "pad_token" in tcfg else smap
+    no_pad = bool(tcfg) and pad_source.get("pad_token") is None
     out.append(
         row(
             "config.pad_not_eos",
-            not (pads & {eos}),
-            "pad id equals eos id: TRL masks eos out of the loss (TRL#1623)",
-            f"use <|pad|> ({pad}) as the pad token",
+            not (pads & {eos}) and not no_pad,
+            "no pad token in tokenizer_config.json / special_tokens_map.json: TRL and collators then "
+            "pad with eos and mask it out of the loss (TRL#1623)"
+            if no_pad
+            else "pad id equals eos id: TRL masks eos out of the loss (TRL#1623)",
+            f"use <|pad|> ({pad}) as the pad token (pad_token in tokenizer_config.json)",
         )
     )
     return out
