@@ -452,3 +452,19 @@ def test_generation_config_pad_is_not_the_tokenizer_pad(tmp_path, data) -> None:
     assert code == 0, rows(report, "fail")
     assert "config.pad_id[files]" in rows(report, "warn")
     assert "config.pad_not_eos[files]" in rows(report, "pass")
+
+
+def test_explicit_null_pad_token_fails(tmp_path, data) -> None:
+    """transformers takes tokenizer_config's explicit null over special_tokens_map: no pad, TRL pads with eos."""
+    ckpt = checkpoint(tmp_path / "ckpt")
+    edit_json(ckpt / "tokenizer_config.json", lambda c: c.update(pad_token=None))
+    code, report = gate(ckpt, data)
+    assert code == 1 and "config.pad_not_eos[files]" in rows(report, "fail")
+
+
+def test_ignore_merges_on_a_self_reachable_vocabulary_warns(tmp_path, data) -> None:
+    ckpt = checkpoint(tmp_path / "ckpt")
+    edit_json(ckpt / "tokenizer.json", lambda t: t["model"].update(ignore_merges=True))
+    code, report = gate(ckpt, data, backends="reference,tokenizers,transformers-reload")
+    assert code == 0, rows(report, "fail")
+    assert "config.bpe_model[files]" in rows(report, "warn")
