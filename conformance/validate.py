@@ -188,11 +188,15 @@ def _need_object(path: Path, where: str, value: Any, fix: str) -> dict[str, Any]
 
 
 def _unknown_keys(path: Path, where: str, obj: dict[str, Any], known: Iterable[str], what: str) -> None:
+    """A key that looks like a renamed known key (the known one absent) is an error; a key with no
+    near match may be a newer library's field -- the library's own load (below) decides it."""
     known = tuple(known)
     for key in obj:
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            close = [k for k in difflib.get_close_matches(key, known, n=1) if k not in obj]
+            if not close:
+                continue
+            hint = f"did you mean {close[0]!r}? "
             _fail(
                 path,
                 f"{where}.{key}" if where else key,

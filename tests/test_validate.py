@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,6 @@ from conformance.validate import InputError, _load_with_tokenizers, validate_dir
 from .conftest import SHIPPED, SHIPPED_HF
 
 NAME = SHIPPED_HF.name[: -len("-hf")]
-SECONDS = 10.0  # generous for a loaded CI box; the shipped directory validates in ~1.5 s here
 
 
 @pytest.fixture(autouse=True)
@@ -56,13 +54,11 @@ def _exports(hf: Path) -> Exports:
 
 
 def _fails(hf: Path, *needles: str) -> str:
-    """validate_directory raises one InputError line holding every needle, within SECONDS."""
-    start = time.perf_counter()
+    """validate_directory raises one InputError line holding every needle (no backend ran: see
+    ``no_backends``; speed is measured by benchmarks, not asserted here)."""
     with pytest.raises(InputError) as info:
         validate_directory(_exports(hf))
-    elapsed = time.perf_counter() - start
     message = str(info.value)
-    assert elapsed < SECONDS, f"validation took {elapsed:.1f} s"
     assert "\n" not in message and "Traceback" not in message
     for needle in needles:
         assert needle in message, f"{needle!r} not in {message!r}"
@@ -70,9 +66,7 @@ def _fails(hf: Path, *needles: str) -> str:
 
 
 def _passes(hf: Path) -> None:
-    start = time.perf_counter()
     validate_directory(_exports(hf))
-    assert time.perf_counter() - start < SECONDS
 
 
 def _edit_json(path: Path, change: Callable[[Any], Any]) -> None:
@@ -93,9 +87,7 @@ def _edit_tiktoken(hf: Path, change: Callable[[list[str]], None]) -> Path:
 def test_shipped_directory_validates_cleanly() -> None:
     exports = Exports.discover(SHIPPED_HF, artifact=SHIPPED)
     assert exports.gguf is not None and exports.tiktoken is not None
-    start = time.perf_counter()
     validate_directory(exports)
-    assert time.perf_counter() - start < SECONDS
 
 
 def test_merges_as_pairs_are_legitimate(hf: Path) -> None:
@@ -315,14 +307,6 @@ def test_tiktoken_missing_single_byte(hf: Path) -> None:
     _fails(hf, f"{path}: single bytes:", "first 0x41")
 
 
-def test_tiktoken_validates_fast() -> None:
-    from conformance.validate import validate_tiktoken
-
-    start = time.perf_counter()
-    validate_tiktoken(SHIPPED_HF.parent / f"{NAME}.tiktoken")
-    assert time.perf_counter() - start < 1.0
-
-
 # ---------------------------------------------------------------------- GGUF
 def test_truncated_gguf(hf: Path) -> None:
     pytest.importorskip("gguf")
@@ -453,3 +437,9 @@ def test_empty_text_file(tmp_path: Path) -> None:
 def test_shipped_fixtures_still_load() -> None:
     fs = FixtureSet.load()
     assert len(fs.probes) > 5000 and len(fs.chats) > 20 and fs.divergences
+
+
+def test_a_newer_library_field_with_no_near_match_is_left_to_the_library(hf: Path) -> None:
+    """Only a key that looks like a renamed known one is malformed; a new field is not rejected here."""
+    _edit_json(hf / "tokenizer.json", lambda t: t["model"].update(future_option=None))
+    _passes(hf)
