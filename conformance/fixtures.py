@@ -178,7 +178,7 @@ def load_probes(path: Path) -> list[Probe]:
         where = f"{path}:{lineno}"
         probe = Probe(
             id=_need_id(obj, where),
-            category=_need(obj, "category", str, where),
+            category=_need(obj, "category", str, where) if "category" in obj else "user",
             text=_need(obj, "text", str, where),
             allow_special=_flag(obj, "allow_special", where),
             source=str(obj.get("source", "")),
