@@ -377,6 +377,33 @@ def _json_row(
     return _verdict(check, name, _guarded(name, compare, data, exp), fix=fix)
 
 
+def _as_warning(r: Row, why: str) -> Row:
+    """A difference no loader we run acts on: a warning that says why, not a failure."""
+    if r.status != "fail":
+        return r
+    return Row(r.check, r.backend, "warn", f"{r.message} ({why})", r.fix)
+
+
+def _added_tokens_json_diffs(data: Any, exp: _Expected) -> list[_Diff]:
+    """``added_tokens.json`` (``{content: id}``, which transformers still loads and adds): every
+    entry must be an artifact special at its id -- anything else becomes a token no export has."""
+    if not isinstance(data, dict):
+        return [_Diff(f"added_tokens.json is {_short(data)}, not a {{content: id}} object")]
+    got: dict[int, list[str]] = {}
+    for content, token_id in data.items():
+        got.setdefault(token_id if _is_int(token_id) else -1, []).append(content)
+    want = {i: s for s, i in exp.specials.items() if i in got}
+    return _compare_ids(
+        "added_tokens.json id",
+        got,
+        want,
+        show=repr,
+        describe=exp.describe,
+        remove="the added token",
+        partial=True,
+    )
+
+
 # ------------------------------------------------------------------------ GGUF
 def _read_gguf(path: Path) -> dict[str, Any] | str:
     """``{key: value}`` of every GGUF field, or why it cannot be read."""
@@ -519,7 +546,7 @@ def _tiktoken_row(path: Path | None, exp: _Expected) -> Row:
 
 # ------------------------------------------------------------------------ entry
 def surface_rows(exports: Exports, ref: StackTokenizer) -> list[Row]:
-    """One row per vocabulary surface (six rows, always), comparing each file with ``ref`` id by id."""
+    """One row per vocabulary surface (seven rows, always), comparing each file with ``ref`` id by id."""
     exp = _Expected(ref)
     hf = exports.hf_dir
     config_fix = f"{REEXPORT}, or name only the artifact's specials ({exp.special_list()}) at their ids"
@@ -538,6 +565,18 @@ def surface_rows(exports: Exports, ref: StackTokenizer) -> list[Row]:
         ),
         _json_row(
             "surface.special_tokens_map", hf, "special_tokens_map.json", exp, _config_diffs, fix=config_fix
+        ),
+        _as_warning(
+            _json_row(
+                "surface.added_tokens_json",
+                hf,
+                "added_tokens.json",
+                exp,
+                _added_tokens_json_diffs,
+                fix=f"{REEXPORT}, or delete added_tokens.json",
+            ),
+            "transformers' fast tokenizer ignores added_tokens.json beside tokenizer.json (measured on "
+            "4.57.6 and 5.24.0), so ids are unchanged there; a slow tokenizer or another tool would add it",
         ),
         *_gguf_rows(exports.gguf, exp),
         _tiktoken_row(exports.tiktoken, exp),

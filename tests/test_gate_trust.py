@@ -468,3 +468,17 @@ def test_ignore_merges_on_a_self_reachable_vocabulary_warns(tmp_path, data) -> N
     code, report = gate(ckpt, data, backends="reference,tokenizers,transformers-reload")
     assert code == 0, rows(report, "fail")
     assert "config.bpe_model[files]" in rows(report, "warn")
+
+
+def test_added_tokens_json_is_compared_and_judged_by_what_loaders_do(tmp_path, data) -> None:
+    """transformers' fast path ignores added_tokens.json beside tokenizer.json: a warning naming
+    the token, not a failure -- and the reload really has no <think> (len 32768)."""
+    ckpt = checkpoint(tmp_path / "ckpt")
+    (ckpt / "added_tokens.json").write_text(json.dumps({"<think>": 32768}))
+    code, report = gate(ckpt, data, backends="reference,transformers-reload")
+    assert code == 0, rows(report, "fail")
+    row = next(c for c in report["checks"] if c["check"] == "surface.added_tokens_json")
+    assert row["status"] == "warn" and "<think>" in row["message"] and "32768" in row["message"]
+    from transformers import AutoTokenizer
+
+    assert len(AutoTokenizer.from_pretrained(str(ckpt))) == 32768
