@@ -455,7 +455,7 @@ def test_generation_config_pad_is_not_the_tokenizer_pad(tmp_path, data) -> None:
 
 
 def test_explicit_null_pad_token_fails(tmp_path, data) -> None:
-    """transformers takes tokenizer_config's explicit null over special_tokens_map: no pad, TRL pads with eos."""
+    """tokenizer_config's explicit null beats special_tokens_map: no pad, so TRL pads with eos."""
     ckpt = checkpoint(tmp_path / "ckpt")
     edit_json(ckpt / "tokenizer_config.json", lambda c: c.update(pad_token=None))
     code, report = gate(ckpt, data)
