@@ -233,6 +233,6 @@ def bench(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """Ruff lint and format check."""
     session.install("ruff")
-    paths = ("stacktok_export", "conformance", "tests", "benchmarks", "scripts", "noxfile.py")
+    paths = ("stacktok_cli", "stacktok_export", "conformance", "tests", "benchmarks", "scripts", "noxfile.py")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
