@@ -59,14 +59,23 @@ def install_project(session: nox.Session, *extras: str, pins: tuple[str, ...] = 
     session.install("-e", spec, *pins)
 
 
+#: which tests each transformers major runs: the transformers-dependent ones under both, the rest once;
+#: vLLM/TRL (``heavy``) and the served path (``served``) run in their own sessions, never skipped here.
+TEST_SELECTION = {
+    "4.57": "transformers and not heavy and not served",
+    "latest": "not heavy and not served",
+}
+
+
 @nox.session(python=PYTHON)
 @nox.parametrize("transformers", list(TRANSFORMERS), ids=list(TRANSFORMERS))
 def tests(session: nox.Session, transformers: str) -> None:
-    """Unit and export tests with every backend, under transformers 4.57.x and latest 5.x."""
+    """Unit and export tests with every plain backend; transformers-dependent ones under 4.57.x too."""
     install_project(
         session, "hf", "tiktoken", "gguf", "test", pins=(TRANSFORMERS[transformers], llama_wheel(session))
     )
-    session.run("pytest", *(session.posargs or ("-q",)), env={"TRANSFORMERS_VERBOSITY": "error"})
+    args = session.posargs or ("-q", "-m", TEST_SELECTION[transformers])
+    session.run("pytest", *args, env={"TRANSFORMERS_VERBOSITY": "error"})
 
 
 # The conformance version matrix: id -> (extras, pins, backends under test).
@@ -126,8 +135,8 @@ def heavy(session: nox.Session) -> None:
     session.install("trl", "datasets")
     session.install("-e", ".[hf,tiktoken,test]")
     MATRIX_DIR.mkdir(parents=True, exist_ok=True)
-    env = {"STACKTOK_REQUIRE_HEAVY": "1", "VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1"}
-    session.run("pytest", "-q", "tests/test_backend_vllm_trl.py", env=env)
+    env = {"VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1"}
+    session.run("pytest", "-q", "-m", "heavy", "tests/test_backend_vllm_trl.py", env=env)
     session.run(
         "python",
         "-m",
@@ -155,9 +164,7 @@ def served(session: nox.Session) -> None:
     # beside the CPU torch; triton has no CPU backend. See conformance/INSTALL-served.md.
     session.run("python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec", "triton")
     session.install("-e", ".[hf,tiktoken,test]")
-    session.run(
-        "pytest", "-q", "tests/test_served.py", *session.posargs, env={"STACKTOK_REQUIRE_SERVED": "1"}
-    )
+    session.run("pytest", "-q", "-m", "served", "tests/test_served.py", *session.posargs)
 
 
 @nox.session(python=False)

@@ -23,14 +23,21 @@ PROBE = (
 )
 
 
-def need(module: str, extra: str):
-    """Import a backend the tests require; a missing one FAILS (never skips, never passes)."""
+def need(module: str, how: str):
+    """The one require helper: import a library a test needs; a missing one FAILS, never skips.
+
+    ``how`` is an extra of pyproject.toml (``hf``, ``gguf``, ``llama``) or, for backends with
+    no extra that installs on this machine kind, the nox session that installs them. Tests of
+    optional backends are selected by marker (``heavy``, ``served``), so the sessions that
+    run them have the library and the others never collect them.
+    """
     import importlib
 
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        pytest.fail(f"{module} is required by this test ({exc}); pip install -e '.[{extra}]'", pytrace=False)
+        hint = f"pip install -e '.[{how}]'" if how.isidentifier() else how
+        pytest.fail(f"{module} is required by this test ({exc}); {hint}", pytrace=False)
 
 
 def stdlib_text(max_bytes: int) -> str:

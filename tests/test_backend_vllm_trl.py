@@ -9,15 +9,16 @@ against ``StackTokenizer`` and ``render_conversation``.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from conformance.protocol import Backend, Capability
 from stacktok_export import SPECIAL_TOKENS, StackTokenizer
 from stacktok_export.chat import render_conversation
 
-from .conftest import PROBE, SHIPPED, SHIPPED_HF
+from .conftest import PROBE, SHIPPED, SHIPPED_HF, need
+
+pytestmark = pytest.mark.heavy
+HEAVY = "nox -s heavy (recipe: conformance/INSTALL-heavy.md)"
 
 TEXTS = [
     "Hello, world!",
@@ -81,19 +82,9 @@ INJECTION_CHAT = [
 ]
 
 
-def _import_or_skip(module: str) -> None:
-    """Skip when absent -- unless STACKTOK_REQUIRE_HEAVY=1 (nox -s heavy), where absence fails."""
-    if os.environ.get("STACKTOK_REQUIRE_HEAVY") == "1":
-        try:
-            __import__(module)
-        except ImportError as exc:
-            pytest.fail(f"{module} must be installed in this session: {exc}")
-    pytest.importorskip(module)
-
-
 @pytest.fixture(scope="session")
 def vllm_backend():
-    _import_or_skip("vllm")
+    need("vllm", HEAVY)
     from conformance.backends.vllm_backend import load
 
     return load(SHIPPED_HF, SHIPPED)
@@ -101,8 +92,8 @@ def vllm_backend():
 
 @pytest.fixture(scope="session")
 def trl_backend():
-    _import_or_skip("trl")
-    _import_or_skip("datasets")
+    need("trl", HEAVY)
+    need("datasets", HEAVY)
     from conformance.backends.trl_backend import load
 
     return load(SHIPPED_HF, SHIPPED)

@@ -21,6 +21,8 @@ from conformance.runner import result_rows, run_suite
 from .conftest import SHIPPED, SHIPPED_HF
 from .strings import HARD_STRINGS
 
+pytestmark = pytest.mark.transformers  # runs under transformers 4.57.x and 5.x
+
 LOCAL = ["reference", "tiktoken", "tokenizers", "transformers", "transformers-reload", "llama.cpp"]
 
 

@@ -250,50 +250,61 @@ def test_encode_adds_no_bos(case: Case) -> None:
     assert case.llama.encode("", allow_special=True) == []
 
 
-# Declared divergences (never silent ones):
+# Declared divergences (never silent ones; fixtures/divergences.jsonl, matched by cause):
 # - llama.cpp's category tables are Unicode 15.1; the reference's regex tables
 #   are newer, so every code point that regex calls \p{L}/\p{N} and llama.cpp
 #   calls undefined (U+1C89 and 21,861 others with regex 2026.11.19) can split
 #   differently. Code points known to both split identically.
 # - llama.cpp spells (?i:'s) as '[sS], which misses U+017F LONG S (it
 #   case-folds to s); no other code point folds into the contraction letters.
-# The ids differ only when a merge spans the different split, hence
-# xfail(strict=False): XFAIL where they differ, XPASS where they happen not to.
-KNOWN_DIVERGENCES = [
-    pytest.param(
-        "\u1c89's",
-        id="unicode16-U+1C89",
-        marks=pytest.mark.xfail(
-            strict=False,
-            raises=AssertionError,
-            reason="U+1C89 is a letter since Unicode 16.0; llama.cpp's tables are 15.1",
-        ),
-    ),
-    pytest.param(
-        "'ſt ſ'ſe",
-        id="long-s-contraction",
-        marks=pytest.mark.xfail(
-            strict=False,
-            raises=AssertionError,
-            reason="(?i:'s) matches \"'ſ\" by case folding, llama.cpp's '[sS] does not",
-        ),
-    ),
-]
+# The ids differ only when a merge spans the different split, so each
+# (vocabulary, text) pair has one exact expectation, measured with
+# llama-cpp-python 0.3.36: the test fails if a divergence disappears where it
+# must occur, and if one appears where it must not.
+DIVERGENCE_TEXTS = {"unicode16-U+1C89": "\u1c89's", "long-s-contraction": "'ſt ſ'ſe"}
+#: (vocabulary name, text id) -> llama.cpp's ids differ from the reference's
+DIVERGES = {
+    ("small-2048", "unicode16-U+1C89"): True,  # the 's merge spans llama.cpp's split
+    ("long-277", "unicode16-U+1C89"): False,  # no merge spans it: same ids
+    ("stack100m-32768", "unicode16-U+1C89"): True,
+    ("small-2048", "long-s-contraction"): False,
+    ("long-277", "long-s-contraction"): False,
+    ("stack100m-32768", "long-s-contraction"): False,  # probes contractions-words-0008/0009 agree too
+    ("diverge", "unicode16-U+1C89"): True,  # trained so that both splits show in the ids
+    ("diverge", "long-s-contraction"): True,
+}
 
 
-@pytest.mark.parametrize("text", KNOWN_DIVERGENCES)
-def test_declared_divergence(case: Case, text: str) -> None:
-    assert case.llama.encode(text, allow_special=False) == case.tok.encode(text)
+def _differs(case: Case, text: str) -> bool:
+    return case.llama.encode(text, allow_special=False) != case.tok.encode(text)
 
 
-@pytest.mark.parametrize("text", KNOWN_DIVERGENCES)
-def test_declared_divergence_with_spanning_merges(diverge_case: Case, text: str) -> None:
+@pytest.mark.parametrize("name", list(DIVERGENCE_TEXTS))
+def test_declared_divergence(case: Case, name: str) -> None:
+    assert _differs(case, DIVERGENCE_TEXTS[name]) == DIVERGES[(case.tok.name, name)]
+
+
+@pytest.mark.parametrize("name", list(DIVERGENCE_TEXTS))
+def test_declared_divergence_with_spanning_merges(diverge_case: Case, name: str) -> None:
     """The same check on a vocabulary whose merges make the split visible in the ids."""
-    llama, tok = diverge_case.llama, diverge_case.tok
-    assert llama.encode(text, allow_special=False) == tok.encode(text)
+    assert _differs(diverge_case, DIVERGENCE_TEXTS[name]) == DIVERGES[("diverge", name)]
 
 
-@pytest.mark.parametrize("text", [p.values[0] for p in KNOWN_DIVERGENCES])
+@pytest.mark.parametrize("name", list(DIVERGENCE_TEXTS))
+def test_declared_divergence_is_covered_by_its_declaration(diverge_case: Case, name: str) -> None:
+    """The gate's rule (conformance.declared) excuses exactly these differences, by content."""
+    from conformance.backends.llama_backend import LlamaCppBackend
+    from conformance.declared import Declarations
+    from conformance.fixtures import FixtureSet, Probe
+
+    backend = LlamaCppBackend(diverge_case.llama)
+    decl = Declarations(FixtureSet.load(shipped=False).divergences, diverge_case.tok)
+    found = decl.declared(backend, "encode", Probe("user-probe", "mine", DIVERGENCE_TEXTS[name]))
+    assert found is not None and found.backend == "llama.cpp"
+    assert decl.declared(backend, "encode", Probe("p", "mine", "plain ascii, no trigger")) is None
+
+
+@pytest.mark.parametrize("text", list(DIVERGENCE_TEXTS.values()))
 def test_declared_divergence_keeps_bytes(diverge_case: Case, text: str) -> None:
     """Divergent splits still decode to the same bytes in both directions."""
     llama, tok = diverge_case.llama, diverge_case.tok

@@ -18,6 +18,8 @@ from stacktok_export.export.hf import to_hf_tokenizer, to_transformers
 from .conftest import SHIPPED_HF, need
 from .strings import HARD_STRINGS, heldout_slice
 
+pytestmark = pytest.mark.transformers  # runs under transformers 4.57.x and 5.x
+
 tokenizers = need("tokenizers", "hf")
 transformers = need("transformers", "hf")
 

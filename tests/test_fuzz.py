@@ -41,9 +41,8 @@ from stacktok_export.export import gguf_fmt
 
 from .conftest import ROOT, SHIPPED, SHIPPED_HF
 
-FIND_WITHIN = 60.0  # seconds
 MAX_MINIMAL = 8  # characters
-EXAMPLES = "4000"  # enough for every planted fault below, well under FIND_WITHIN
+EXAMPLES = "4000"  # enough for every planted fault below (speed: benchmarks/bench_fuzz.py)
 UNREACHABLE = "'Ll"  # a contraction pre-token in a case the vocabulary lacks
 UNREACHABLE_ID = 32768
 
@@ -120,7 +119,6 @@ def assert_found_and_shrunk(
     code: int, probes: list[dict], seconds: float, backend: str, replay: Callable[[str, bool], list[int]]
 ) -> None:
     assert code == 1, "the planted fault was not found"
-    assert seconds < FIND_WITHIN, f"took {seconds:.1f}s"
     assert probes, "no counterexample written"
     ref = load_tokenizer(SHIPPED)
     for p in probes:
@@ -145,6 +143,7 @@ def test_deleted_merge_is_found_and_shrunk(deleted_merge_dir: Path, tmp_path: Pa
     assert "first difference at id 0" in stdout and "verdict: FAIL" in stdout
 
 
+@pytest.mark.transformers
 def test_merge_moved_to_the_end_is_found_and_shrunk(tmp_path: Path) -> None:
     directory = hf_copy(tmp_path / "moved", move_merge_to_end)
     backends = "tokenizers,transformers-reload"
@@ -211,6 +210,7 @@ def test_ignore_merges_with_unreachable_token_is_found_and_shrunk(tmp_path: Path
 
 
 # ------------------------------------------------------------ clean export
+@pytest.mark.transformers
 def test_shipped_export_has_no_undeclared_divergence(tmp_path: Path) -> None:
     out = tmp_path / "cx.jsonl"
     code, probes, stdout, _ = run_fuzz(SHIPPED_HF, out, "--examples", "2000", "--seed", "20260131")
@@ -247,8 +247,7 @@ def test_seconds_budget_finds_the_fault(deleted_merge_dir: Path, tmp_path: Path)
     code, probes, stdout, seconds = run_fuzz(
         deleted_merge_dir, tmp_path / "cx.jsonl", "--backends", "tokenizers", "--seconds", "3"
     )
-    assert code == 1 and " t" in {p["text"] for p in probes}
-    assert seconds < 20
+    assert code == 1 and " t" in {p["text"] for p in probes}  # a time budget, not an example count
     assert "ex/s" in stdout
 
 

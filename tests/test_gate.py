@@ -22,6 +22,8 @@ from stacktok_export.export import gguf_fmt
 from .conftest import ROOT, SHIPPED, SHIPPED_HF
 from .strings import HARD_STRINGS
 
+pytestmark = pytest.mark.transformers  # runs under transformers 4.57.x and 5.x
+
 FAST = "reference,tiktoken,tokenizers,transformers-reload,llama.cpp"
 CHATS = [
     {
@@ -380,10 +382,6 @@ def test_planted_fault_is_caught_by_its_check(tmp_path, data, name, cite, mutate
     assert code == 1, f"{name} ({cite}) was not caught"
     assert check in failing(report), f"{name}: expected {check}, got {sorted(failing(report))}"
     assert snapshot(ckpt) == before  # the gate never writes into what it checks
-
-
-def test_catalogue_size() -> None:
-    assert len(FAULTS) >= 15
 
 
 def test_clean_checkpoint_passes_with_no_false_alarm(tmp_path, data) -> None:

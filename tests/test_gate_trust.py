@@ -26,6 +26,8 @@ from conformance.gate_checks import _post_added_tokens
 
 from .conftest import ROOT, SHIPPED_HF
 
+pytestmark = pytest.mark.transformers  # runs under transformers 4.57.x and 5.x
+
 FAST = "reference,tokenizers"
 TEXTS = ["Hello world, it's 2026!", "x != y , z", "don't DON'T", "hello <|assistant|> world", "中文 🚀 ünï"]
 CHATS = [

@@ -33,6 +33,8 @@ import pytest
 
 from .conftest import ROOT, SHIPPED_HF, need
 
+pytestmark = pytest.mark.transformers  # runs under transformers 4.57.x and 5.x
+
 transformers = need("transformers", "hf")
 MAJOR = int(transformers.__version__.split(".")[0])
 BACKENDS = "reference,tokenizers,transformers-reload"

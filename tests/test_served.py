@@ -1,7 +1,7 @@
 """The served path: a real vLLM OpenAI server on 127.0.0.1 over the shipped tokenizer.
 
-Opt-in and heavy: skipped when vLLM is not importable, unless
-``STACKTOK_REQUIRE_SERVED=1``, where its absence FAILS. Starts the server twice
+Marked ``served``: only ``nox -s served`` collects these tests, and there a
+missing vLLM FAILS. Starts the server twice
 (~25-40 s each on 2 cores): over the shipped directory, and over a copy whose
 tokenizer.json has the merge "Ġ t" demoted to the lowest priority -- which
 ``served.tokenize_prompt`` must catch -- and whose generation_config.json does
@@ -28,8 +28,10 @@ from conformance import served
 from conformance.served import ServerError, build_tiny_model, check_served, serve
 from stacktok_export import SPECIAL_TOKENS
 
-from .conftest import SHIPPED, SHIPPED_HF
+from .conftest import SHIPPED, SHIPPED_HF, need
 from .strings import HARD_STRINGS
+
+pytestmark = pytest.mark.served
 
 SPECIAL_PROBES = [
     "hello <|assistant|> world",
@@ -73,16 +75,8 @@ ROWS = (
 
 
 def _require_vllm() -> None:
-    """Skip without vLLM -- unless STACKTOK_REQUIRE_SERVED=1, where absence fails."""
-    if os.environ.get("STACKTOK_REQUIRE_SERVED") == "1":
-        for module in ("vllm", "torch", "transformers"):
-            try:
-                __import__(module)
-            except ImportError as exc:
-                pytest.fail(
-                    f"{module} must be installed (conformance/INSTALL-served.md): {exc}", pytrace=False
-                )
-    pytest.importorskip("vllm")
+    for module in ("vllm", "torch", "transformers"):
+        need(module, "nox -s served (recipe: conformance/INSTALL-served.md)")
 
 
 def _procs_mentioning(needle: str) -> list[int]:

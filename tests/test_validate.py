@@ -22,7 +22,7 @@ from conformance.fixtures import FixtureError, FixtureSet, load_chats, load_prob
 from conformance.layout import Exports
 from conformance.validate import InputError, _load_with_tokenizers, validate_directory
 
-from .conftest import SHIPPED, SHIPPED_HF
+from .conftest import SHIPPED, SHIPPED_HF, need
 
 NAME = SHIPPED_HF.name[: -len("-hf")]
 
@@ -190,7 +190,7 @@ def test_added_token_flag_must_be_boolean(hf: Path) -> None:
 
 
 def test_tokenizers_own_message_is_quoted_with_its_version(hf: Path) -> None:
-    tokenizers = pytest.importorskip("tokenizers")
+    tokenizers = need("tokenizers", "hf")
     path = hf / "tokenizer.json"
     _edit_json(path, lambda d: d["pre_tokenizer"].__setitem__("type", "NoSuchPreTokenizer"))
     _fails(hf, f"{path}: file: tokenizers {tokenizers.__version__} cannot load it", "PreTokenizer")
@@ -200,7 +200,7 @@ def test_a_crash_inside_tokenizers_is_one_line(hf: Path) -> None:
     # prefix "a" makes tokenizers 0.23 slice inside a 2-byte character; the panic message is not valid
     # UTF-8 and pyo3 aborts the whole process. The static check stops it first; the child process
     # keeps even an unforeseen abort away from the gate.
-    pytest.importorskip("tokenizers")
+    need("tokenizers", "hf")
     path = hf / "tokenizer.json"
     _edit_json(path, lambda d: d["model"].__setitem__("continuing_subword_prefix", "a"))
     with pytest.raises(InputError) as info:
@@ -309,14 +309,14 @@ def test_tiktoken_missing_single_byte(hf: Path) -> None:
 
 # ---------------------------------------------------------------------- GGUF
 def test_truncated_gguf(hf: Path) -> None:
-    pytest.importorskip("gguf")
+    need("gguf", "gguf")
     path = hf.parent / f"{NAME}.gguf"
     path.write_bytes(path.read_bytes()[:600_000])
     _fails(hf, f"{path}: file: gguf ", "cannot read its 600000 bytes", "truncated or corrupt")
 
 
 def test_not_a_gguf(hf: Path) -> None:
-    pytest.importorskip("gguf")
+    need("gguf", "gguf")
     path = hf.parent / f"{NAME}.gguf"
     path.write_bytes(b"GGML" + path.read_bytes()[4:])
     _fails(hf, f"{path}: header:", "b'GGML'")
