@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 from pathlib import Path
 
 from stacktok_export import StackTokenizer
@@ -27,6 +28,10 @@ REGISTRY: dict[str, str] = {
     "trl": ".trl_backend",
 }
 
+
+# transformers' import-time advice ("PyTorch was not found ...") says nothing about the checkpoint:
+# the suite never loads model weights through transformers. Its other warnings stay (issue #12).
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 #: the ground truth every other backend is compared with
 REFERENCE = "reference"

@@ -22,6 +22,7 @@ module never needs llama-cpp-python.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import operator
 import os
@@ -38,6 +39,24 @@ _PIECE_BUFFER = 64  # bytes; longer pieces are retried with the size llama.cpp a
 _INT32_MAX = 2**31 - 1  # llama_tokenize's text_len is int32_t
 
 
+#: llama.cpp's own log lines (it prints context-size notes on every vocab-only load); kept, not
+#: printed, and quoted when a load fails, so the gate's output has no library noise (issue #12).
+_LLAMA_LOG: collections.deque[str] = collections.deque(maxlen=30)
+_LOG_CALLBACK: list[Any] = []  # keeps the ctypes callback alive
+
+
+def _capture_llama_log(lib: Any) -> None:
+    if _LOG_CALLBACK:
+        return
+
+    @lib.llama_log_callback
+    def keep(level: int, text: bytes, user_data: Any) -> None:
+        _LLAMA_LOG.append(text.decode("utf-8", "replace") if text else "")
+
+    _LOG_CALLBACK.append(keep)
+    lib.llama_log_set(keep, ctypes.c_void_p(0))
+
+
 class LlamaCppTokenizer:
     """llama.cpp's tokenizer over a GGUF, through llama-cpp-python's C API.
 
@@ -46,8 +65,13 @@ class LlamaCppTokenizer:
 
     def __init__(self, gguf_path: str | os.PathLike[str]) -> None:
         self._lib: Any = require("llama_cpp", "llama")
+        _capture_llama_log(self._lib)
         self.path = Path(gguf_path)
-        self._llama = self._lib.Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+        try:
+            self._llama = self._lib.Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+        except ValueError as exc:  # "Failed to load model from file": llama.cpp logged why
+            why = " | ".join(line.strip() for line in _LLAMA_LOG if line.strip())[-400:]
+            raise ValueError(f"{exc}; llama.cpp said: {why or 'nothing'}") from None
         self._vocab = self._lib.llama_model_get_vocab(self._llama.model)
         self.n_vocab: int = self._lib.llama_vocab_n_tokens(self._vocab)
 
