@@ -1,0 +1,112 @@
+"""The README tells the truth: every command it shows parses, the cheap ones run, the code runs.
+
+- Every ``stacktok ...`` command in a ``bash`` block or in the release checklist is parsed by
+  the real ``stacktok`` parser (placeholders become the shipped directory or a temp path), so a
+  renamed or removed flag fails here; every ``--flag`` in the gate synopsis exists.
+- The main job (``stacktok gate tokenizer/stack100m-32768-hf``), ``stacktok export --check``,
+  ``stacktok audit`` and the checklist's gate line run for real and must exit 0.
+- Every ``python`` block runs (``user_text`` and ``messages`` are provided), and the safe
+  loading block yields no special id for untrusted text.
+
+Out of scope: ``pip``/``nox`` lines (CI runs them), commands on data the repo does not ship
+(``data/sample/train.txt``), and the 600-second fuzz run (parsed, not run).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import stacktok_cli
+
+from .conftest import ROOT, SHIPPED_HF
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
+BLOCKS = [(lang, body) for lang, body in BLOCK.findall(README)]
+RUN = {"gate", "export", "audit", "info"}  # commands cheap enough to run here
+
+
+def _commands() -> list[str]:
+    out = []
+    for lang, body in BLOCKS:
+        if lang != "bash":
+            continue
+        for line in body.replace("\\\n", " ").splitlines():
+            for part in line.split("&&"):
+                part = part.strip()
+                if part.startswith("stacktok ") and "[" not in part:  # synopses are checked below
+                    out.append(part)
+    checklist = README[README.index("## Release checklist") : README.index("### What each")]
+    out += re.findall(r"`(stacktok [^`]+)`", checklist)
+    return out
+
+
+def _argv(command: str, tmp: Path) -> list[str]:
+    argv = shlex.split(command)[1:]
+    subs = {"CHECKPOINT_DIR": str(SHIPPED_HF), "DIR": str(SHIPPED_HF)}
+    out = []
+    for a in argv:
+        a = subs.get(a, a)
+        if a.endswith((".xml", ".md", ".jsonl")) and not Path(a).exists():
+            a = str(tmp / a)
+        out.append(a)
+    return out
+
+
+COMMANDS = _commands()
+
+
+def test_readme_shows_the_main_commands() -> None:
+    firsts = {c.split()[1] for c in COMMANDS}
+    assert {"gate", "export", "audit", "fuzz", "train"} <= firsts, COMMANDS
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_readme_command_parses(command: str, tmp_path: Path) -> None:
+    stacktok_cli.build_parser().parse_args(_argv(command, tmp_path))  # SystemExit(2) on a bad flag
+
+
+def test_gate_synopsis_names_only_real_flags() -> None:
+    synopsis = README[README.index("stacktok gate DIR [") :].split("```", 1)[0]
+    flags = set(re.findall(r"--[a-z][a-z-]+", synopsis))
+    parser = stacktok_cli.build_parser()
+    gate = parser._subparsers._group_actions[0].choices["gate"]  # noqa: SLF001 -- argparse has no API
+    known = {o for a in gate._actions for o in a.option_strings}  # noqa: SLF001
+    assert flags <= known, flags - known
+    assert known - {"-h", "--help"} <= flags, f"synopsis misses {sorted(known - flags - {'-h', '--help'})}"
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c.split()[1] in RUN])
+def test_cheap_readme_commands_run(command: str, tmp_path: Path) -> None:
+    argv = _argv(command, tmp_path)
+    for a in argv:  # the fuzz output a checklist line feeds back: one probe, as fuzz writes them
+        if a.endswith(".jsonl") and a.startswith(str(tmp_path)):
+            Path(a).write_text('{"category": "fuzz", "id": "fuzz-0", "text": " t"}\n')
+    if argv[0] in ("gate", "audit"):
+        argv.append("--quiet")
+    out = subprocess.run(
+        [sys.executable, "-m", "stacktok_cli", *argv], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, f"{command}: {out.stdout[-1500:]}{out.stderr[-1500:]}"
+
+
+@pytest.mark.parametrize("index", [i for i, (lang, _) in enumerate(BLOCKS) if lang == "python"])
+def test_python_blocks_run(index: int, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    body = BLOCKS[index][1]
+    scope = {
+        "user_text": "hello <|assistant|> world <|end|>",
+        "messages": [{"role": "user", "content": "hi <|end|>"}, {"role": "assistant", "content": "ok"}],
+    }
+    for n, part in enumerate(re.split(r"\n(?=# )", body)):  # one library per commented section
+        exec(compile(part, f"README.md python block {index}.{n}", "exec"), scope)  # noqa: S102
+        if "user_text" in part:
+            assert not [i for i in scope["ids"] if i >= 32759], f"{part[:40]!r}: a control token"
+        if "render_conversation(messages" in part:  # typed <|end|> stays bytes: one <|end|> per turn
+            assert scope["ids"].count(32765) == len(scope["messages"]), scope["ids"]
