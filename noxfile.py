@@ -74,8 +74,25 @@ def tests(session: nox.Session, transformers: str) -> None:
     install_project(
         session, "hf", "tiktoken", "gguf", "test", pins=(TRANSFORMERS[transformers], llama_wheel(session))
     )
+    if transformers == "latest":
+        ensure_chromium(session)
     args = session.posargs or ("-q", "-m", TEST_SELECTION[transformers])
     session.run("pytest", *args, env={"TRANSFORMERS_VERBOSITY": "error"})
+
+
+def ensure_chromium(session: nox.Session) -> None:
+    """Debian's Chromium renders the HTML report in a test (``browser`` marker); as root, install it."""
+    import shutil
+
+    if shutil.which("chromium"):
+        return
+    if os.geteuid() != 0:
+        session.log("the browser tests need Debian's Chromium: sudo apt-get install -y chromium")
+        return
+    session.run("apt-get", "update", "-q", external=True)
+    session.run(
+        "apt-get", "install", "-y", "-q", "chromium", external=True, env={"DEBIAN_FRONTEND": "noninteractive"}
+    )
 
 
 # The conformance version matrix: id -> (extras, pins, backends under test).

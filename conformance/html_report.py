@@ -1,0 +1,146 @@
+"""The gate's rows as a picture: a backend x check grid, in HTML and in Markdown.
+
+:func:`to_html` renders one self-contained page -- inline CSS, no script, no
+network, no external fonts -- with the verdict as its heading, the grid as
+``<table id="grid">`` (one ``<td>`` per check and backend, ``class`` the
+status or ``none`` where no row exists, ``data-check`` / ``data-backend`` for
+tools), then every row that did not pass, with its message and fix.
+:func:`grid_markdown` gives the same grid as a compact Markdown table for the
+Markdown report and model cards. Same rows in, same bytes out: no timestamps,
+orders taken from the rows and the backend registry. Where several rows share a check and backend, the
+cell shows the worst of them (:data:`SEVERITY`) and the findings list all.
+
+Out of scope: deciding anything (``conformance.rows``), writing files and the
+command line (``conformance.gate``), and divergence windows -- the rows do not
+carry them today (``conformance.runner.first_window``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from .backends import REGISTRY
+from .rows import FILES, Row
+
+MARK = {"pass": "✅", "warn": "⚠️", "fail": "❌", "error": "💥", "missing": "➖", "skip": "➖"}
+#: least to most severe; a grid cell shows the most severe status of its rows
+SEVERITY = ("pass", "skip", "missing", "warn", "fail", "error")
+LEGEND = "✅ pass · ⚠️ warn · ❌ fail · 💥 error · ➖ missing or skipped · blank: not checked"
+
+Grid = tuple[list[str], list[str], dict[tuple[str, str], list[Row]]]
+
+
+def grid(rows: Sequence[Row]) -> Grid:
+    """Checks in first-seen order; backends ``files``, the registry's, then others; each cell's rows."""
+    checks = list(dict.fromkeys(r.check for r in rows))
+    seen = dict.fromkeys(r.backend for r in rows)
+    known = [b for b in (FILES, *REGISTRY) if b in seen]
+    backends = known + [b for b in seen if b not in known]
+    cells: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        cells.setdefault((r.check, r.backend), []).append(r)
+    return checks, backends, cells
+
+
+def worst(cell: Sequence[Row]) -> Row:
+    return max(cell, key=lambda r: SEVERITY.index(r.status))
+
+
+# ------------------------------------------------------------------ Markdown
+def _md(text: str) -> str:
+    return escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+
+
+def grid_markdown(rows: Sequence[Row], *, legend: bool = True) -> str:
+    """The grid as a Markdown table: one row per check, one column per backend, marks in the cells."""
+    checks, backends, cells = grid(rows)
+    lines = [
+        "| check | " + " | ".join(_md(b) for b in backends) + " |",
+        "|---|" + ":-:|" * len(backends),
+    ]
+    for check in checks:
+        marks = [MARK[worst(cells[check, b]).status] if (check, b) in cells else "" for b in backends]
+        lines.append(f"| {_md(check)} | " + " | ".join(marks) + " |")
+    if legend:
+        lines += ["", LEGEND]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ HTML
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 2rem; color: #1b1f24; }
+h1.pass { color: #116329; } h1.fail { color: #a40e26; }
+table#grid { border-collapse: collapse; }
+#grid th, #grid td { border: 1px solid #d0d7de; padding: 0.25rem 0.5rem; }
+#grid th[scope=col] { writing-mode: vertical-rl; transform: rotate(180deg); font-weight: normal; }
+#grid th[scope=row] { text-align: left; font-family: monospace; font-weight: normal; }
+#grid td { text-align: center; }
+td.pass { background: #dafbe1; } td.warn { background: #fff8c5; }
+td.fail { background: #ffebe9; } td.error { background: #ffc1ba; }
+td.missing, td.skip { background: #f6f8fa; }
+#findings li { margin-bottom: 0.5rem; } .fix { color: #57606a; }
+code { font-family: monospace; }
+"""
+
+
+def _attrs(**attrs: str) -> str:
+    return "".join(f' {k.rstrip("_").replace("_", "-")}="{escape(v)}"' for k, v in attrs.items())
+
+
+def _cell(check: str, backend: str, cell: Sequence[Row] | None) -> str:
+    if not cell:
+        return f"<td{_attrs(class_='none', data_check=check, data_backend=backend)}></td>"
+    top = worst(cell)
+    declared = sum(r.declared for r in cell)
+    title = f"{top.status}: {top.message}" + (f" ({declared} declared)" if declared else "")
+    attrs = _attrs(class_=top.status, data_check=check, data_backend=backend, title=title)
+    return f"<td{attrs}>{MARK[top.status]}</td>"
+
+
+def grid_html(rows: Sequence[Row]) -> str:
+    checks, backends, cells = grid(rows)
+    head = "".join(f'<th scope="col">{escape(b)}</th>' for b in backends)
+    lines = ['<table id="grid">', f"<thead><tr><th>check</th>{head}</tr></thead>", "<tbody>"]
+    for check in checks:
+        tds = "".join(_cell(check, b, cells.get((check, b))) for b in backends)
+        lines.append(f'<tr><th scope="row">{escape(check)}</th>{tds}</tr>')
+    return "\n".join(lines + ["</tbody>", "</table>"])
+
+
+def findings_html(rows: Sequence[Row]) -> str:
+    """Every row that did not pass, with its message and fix."""
+    items = []
+    for r in rows:
+        if r.status == "pass":
+            continue
+        fix = f'<div class="fix">fix: {escape(r.fix)}</div>' if r.fix else ""
+        items.append(
+            f'<li class="{r.status}">{MARK[r.status]} <strong>{r.status}</strong> '
+            f"<code>{escape(r.check)}</code> [{escape(r.backend)}]: {escape(r.message)}{fix}</li>"
+        )
+    body = "\n".join(items) if items else "<li>none: every row passed</li>"
+    return f'<section id="findings">\n<h2>Findings</h2>\n<ol>\n{body}\n</ol>\n</section>'
+
+
+def to_html(rows: Sequence[Row], *, verdict: str, versions: dict[str, str], directory: str) -> str:
+    """One self-contained, deterministic HTML page: verdict, grid, findings."""
+    word = "pass" if verdict.startswith("PASS") else "fail"
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v) or "none reported"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        '<head><meta charset="utf-8">',
+        f"<title>stacktok gate: {escape(verdict)}</title>",
+        f"<style>{CSS}</style></head>",
+        "<body>",
+        f'<h1 class="{word}">Tokenizer release gate: {escape(verdict)}</h1>',
+        f'<p>Directory: <code id="directory">{escape(directory)}</code></p>',
+        f'<p id="versions">Backends: {escape(shown)}</p>',
+        grid_html(rows),
+        f'<p id="legend">{escape(LEGEND)}</p>',
+        findings_html(rows),
+        "</body>",
+        "</html>",
+    ]
+    return "\n".join(parts) + "\n"
