@@ -35,10 +35,12 @@ from xml.sax.saxutils import escape, quoteattr
 from stacktok_export import ArtifactError, StackTokenizer
 from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
+from stacktok_export.progress import Progress
 
 from .backends import REGISTRY, backend_list, check_selection
 from .fixtures import FixtureError, FixtureSet
 from .gate_checks import behaviour_proof, run_static
+from .html_report import grid_markdown, to_html
 from .layout import Exports, LayoutError
 from .rows import EXIT_USAGE, Row, exit_code, verdict_line
 from .runner import result_rows, run_suite
@@ -86,7 +88,10 @@ def _plan(args: argparse.Namespace) -> tuple[StackTokenizer, Exports, FixtureSet
     directory: Path = args.dir
     if not directory.is_dir():
         raise GateUsageError(f"{directory} is not a directory; pass the checkpoint or tokenizer directory")
-    _check_outputs(directory, {"--json": args.json, "--junit": args.junit, "--markdown": args.markdown})
+    _check_outputs(
+        directory,
+        {"--json": args.json, "--junit": args.junit, "--markdown": args.markdown, "--html": args.html},
+    )
     ref = StackTokenizer.load(args.artifact or shipped_artifact_path())
     exports = Exports.discover(directory, artifact=args.artifact or shipped_artifact_path())
     if exports.hf_dir is None and exports.gguf is None and exports.tiktoken is None:
@@ -192,6 +197,8 @@ def to_markdown(rows: Sequence[Row], *, verdict: str, versions: dict[str, str]) 
         "",
         "Backends: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v),
         "",
+        grid_markdown(rows),
+        "",
         "| check | backend | result | detail |",
         "|---|---|---|---|",
     ]
@@ -209,14 +216,18 @@ def _write_reports(args: argparse.Namespace, doc: dict, rows: Sequence[Row], sec
         write_text_atomic(args.junit, to_junit(rows, seconds=seconds))
     if args.markdown:
         write_text_atomic(args.markdown, to_markdown(rows, verdict=doc["verdict"], versions=doc["versions"]))
+    if args.html:
+        page = to_html(rows, verdict=doc["verdict"], versions=doc["versions"], directory=doc["directory"])
+        write_text_atomic(args.html, page)
 
 
 # ------------------------------------------------------------------ the command
 def run_gate(args: argparse.Namespace) -> int:
     start = time.perf_counter()
-    say = (lambda m: None) if args.quiet else (lambda m: print(f"  .. {m}", file=sys.stderr, flush=True))
     ref, exports, fixtures = _plan(args)
-    rows, results = collect_rows(args, ref, exports, fixtures, say)
+    # one reporter: a live bar per running backend on a terminal, plain lines otherwise, or nothing
+    with Progress(quiet=args.quiet) as say:
+        rows, results = collect_rows(args, ref, exports, fixtures, say)
     missing_required = _required_not_run(args, rows)
     code = exit_code(rows, required_missing=missing_required)
     verdict = verdict_line(rows, code)
@@ -265,6 +276,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, default=None, help="write the JSON report here (default: none)")
     p.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report here (default: none)")
     p.add_argument("--markdown", type=Path, default=None, help="write a Markdown report here (default: none)")
+    p.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        help="write a self-contained HTML report (backend x check grid) here (default: none)",
+    )
     p.add_argument(
         "--only-user-data",
         action="store_true",

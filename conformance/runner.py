@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stacktok_export import StackTokenizer
+from stacktok_export.progress import Bar, Progress
 
 from .backends import load_backend, shared_reference
 from .declared import Declarations
@@ -111,17 +112,38 @@ def _bytes_repr(tok: StackTokenizer, token_id: int) -> str:
         return "<out of range>"
 
 
+ProgressArg = Progress | Callable[[str], None] | None
+
+
+class _MessageBar:
+    """The bar interface over a plain message callback: a line every ``every`` probes."""
+
+    def __init__(self, say: Callable[[str], None], name: str, total: int, every: int = 200) -> None:
+        self.say, self.name, self.total, self.every, self.done = say, name, total, every, 0
+
+    def update(self, n: int = 1) -> None:
+        for _ in range(n):
+            if self.done % self.every == 0:
+                self.say(f"{self.name}: probe {self.done}/{self.total}")
+            self.done += 1
+
+    def __enter__(self) -> _MessageBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
 class Runner:
     """Compare one backend with the reference over a fixture set."""
 
-    def __init__(
-        self, ref: StackTokenizer, fixtures: FixtureSet, *, progress: Callable[[str], None] | None = None
-    ) -> None:
+    def __init__(self, ref: StackTokenizer, fixtures: FixtureSet, *, progress: ProgressArg = None) -> None:
         self.ref = ref
         self.fx = fixtures
         self.first_special = min(ref.special_to_id.values())
         self.specials = tuple(ref.special_to_id)
-        self.progress = progress or (lambda msg: None)
+        #: a Progress (one bar per backend) or a message callback (a line every 200 probes)
+        self.progress: Progress | Callable[[str], None] = progress or (lambda msg: None)
         self.decl = Declarations(fixtures.divergences, ref)
         self.ran: dict[str, Backend] = {}
         self._ref_untrusted = {p.id: ref.encode(p.text) for p in fixtures.probes}
@@ -152,6 +174,11 @@ class Runner:
         res.failures.append(Failure(check, probe.id, detail, window, decl.id if decl else None))
         return decl is None
 
+    def _bar(self, name: str, total: int) -> Bar | _MessageBar:
+        if isinstance(self.progress, Progress):
+            return self.progress.bar(name, total, unit="probes")
+        return _MessageBar(self.progress, name, total)
+
     def _safe(self, fn: Callable[[], Any]) -> tuple[Any, str | None]:
         try:
             return fn(), None
@@ -168,17 +195,17 @@ class Runner:
         self.ran[backend.name] = backend
         start = time.perf_counter()
         caps = backend.capabilities
-        for n, probe in enumerate(self.fx.probes):
-            if n % 200 == 0:
-                self.progress(f"{backend.name}: probe {n}/{len(self.fx.probes)}")
-            self._probe(res, backend, caps, probe)
-        if Capability.SINGLE_TOKENS in caps:
-            self._single_tokens(res, backend)
-        if Capability.DEFAULT in caps:
-            self._default(res, backend)
-        if Capability.CHAT in caps:
-            for chat in self.fx.chats:
-                self._chat(res, backend, chat)
+        with self._bar(backend.name, len(self.fx.probes)) as bar:
+            for probe in self.fx.probes:
+                self._probe(res, backend, caps, probe)
+                bar.update()
+            if Capability.SINGLE_TOKENS in caps:
+                self._single_tokens(res, backend)
+            if Capability.DEFAULT in caps:
+                self._default(res, backend)
+            if Capability.CHAT in caps:
+                for chat in self.fx.chats:
+                    self._chat(res, backend, chat)
         res.seconds = round(time.perf_counter() - start, 2)
         if any(f.declared is None for f in res.failures):
             res.status = "diverged"
@@ -344,9 +371,17 @@ def _diff_bytes(want: bytes, got: bytes | None) -> str:
 
 
 def run_suite(
-    exports: Exports, fixtures: FixtureSet, names: Sequence[str], *, progress=None, workers: int = 1
+    exports: Exports,
+    fixtures: FixtureSet,
+    names: Sequence[str],
+    *,
+    progress: ProgressArg = None,
+    workers: int = 1,
 ) -> tuple[list[BackendResult], list[str], Runner]:
     """Run ``names`` (up to ``workers`` at once) against the reference; keep ``names`` order.
+
+    ``progress`` is a :class:`~stacktok_export.progress.Progress` (one bar per running
+    backend, updated per probe) or a message callback (a line every 200 probes).
 
     A backend whose library is absent is *missing*; one whose export file is not in the
     directory is *skip*; one whose library refuses the directory is *error*, carrying the

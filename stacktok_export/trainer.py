@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import heapq
 import os
-import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
 from .pretokenize import compile_pattern
+from .progress import Bar, Progress
 
 ProgressFn = Callable[[int, int], None]
 
@@ -196,29 +195,30 @@ def train_merges(
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr: merges done, merges/s and ETA."""
+    """Merges done as one progress bar (:mod:`stacktok_export.progress`): a live tqdm bar on a
+    terminal, a plain line every ``every`` seconds otherwise, then one "done" line.
 
-    def __init__(self, *, stream=sys.stderr, every: float = 0.5) -> None:
-        self.stream = stream
-        self.every = every
-        self.start = time.perf_counter()
-        self.last = 0.0
+    A ``train_merges`` progress callback: ``bar(done, total)``. It closes itself when
+    ``done == total``, when :meth:`close` is called, or -- after a run that stopped early
+    (corpus exhausted) -- when it is dropped.
+    """
+
+    def __init__(self, *, stream=None, every: float | None = None, quiet: bool = False) -> None:
+        self._progress = Progress(quiet=quiet, stream=stream, interval=every)
+        self._bar: Bar | None = None
 
     def __call__(self, done: int, total: int) -> None:
-        now = time.perf_counter()
-        if now - self.last < self.every and done < total:
-            return
-        self.last = now
-        rate = done / max(now - self.start, 1e-9)
-        eta = (total - done) / rate if rate > 0 else float("inf")
-        width = 30
-        filled = int(width * done / max(total, 1))
-        bar = "#" * filled + "-" * (width - filled)
-        self.stream.write(f"\r[{bar}] {done:,}/{total:,} merges  {rate:,.0f} merges/s  ETA {eta:5.1f}s")
+        if self._bar is None:
+            self._bar = self._progress.bar("train", total, unit="merges")
+        self._bar.set(done)
         if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
+            self._bar.close()
 
     def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
+        self._progress.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 -- never raise from a finalizer
+            pass
