@@ -71,6 +71,9 @@ def grid_markdown(rows: Sequence[Row], *, legend: bool = True) -> str:
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #1b1f24; }
 h1.pass { color: #116329; } h1.fail { color: #a40e26; }
+table.window { border-collapse: collapse; margin: .4rem 0; font-family: monospace; }
+table.window td, table.window th { border: 1px solid #d0d7de; padding: .1rem .35rem; }
+table.window td.differs { background: #ffd8d3; font-weight: bold; }
 table#grid { border-collapse: collapse; }
 #grid th, #grid td { border: 1px solid #d0d7de; padding: 0.25rem 0.5rem; }
 #grid th[scope=col] { writing-mode: vertical-rl; transform: rotate(180deg); font-weight: normal; }
@@ -108,6 +111,27 @@ def grid_html(rows: Sequence[Row]) -> str:
     return "\n".join(lines + ["</tbody>", "</table>"])
 
 
+def window_html(window: dict | None) -> str:
+    """The first difference as two aligned id rows (reference, backend); differing ids marked."""
+    if not window:
+        return ""
+    ref, got = window.get("reference") or [], window.get("backend") or []
+
+    def cells(side: list, other: list) -> str:
+        out = []
+        for k, (token_id, shown) in enumerate(side):
+            same = k < len(other) and other[k][0] == token_id
+            cls = "same" if same else "differs"
+            out.append(f'<td class="{cls}" title="{escape(str(shown))}">{escape(str(token_id))}</td>')
+        return "".join(out)
+
+    return (
+        f'<table class="window" data-position="{escape(str(window.get("position")))}">'
+        f"<tr><th>reference</th>{cells(ref, got)}</tr>"
+        f"<tr><th>backend</th>{cells(got, ref)}</tr></table>"
+    )
+
+
 def findings_html(rows: Sequence[Row]) -> str:
     """Every row that did not pass, with its message and fix."""
     items = []
@@ -117,7 +141,8 @@ def findings_html(rows: Sequence[Row]) -> str:
         fix = f'<div class="fix">fix: {escape(r.fix)}</div>' if r.fix else ""
         items.append(
             f'<li class="{r.status}">{MARK[r.status]} <strong>{r.status}</strong> '
-            f"<code>{escape(r.check)}</code> [{escape(r.backend)}]: {escape(r.message)}{fix}</li>"
+            f"<code>{escape(r.check)}</code> [{escape(r.backend)}]: {escape(r.message)}{fix}"
+            f"{window_html(r.window)}</li>"
         )
     body = "\n".join(items) if items else "<li>none: every row passed</li>"
     return f'<section id="findings">\n<h2>Findings</h2>\n<ol>\n{body}\n</ol>\n</section>'

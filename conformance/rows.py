@@ -43,6 +43,9 @@ class Row:
     message: str
     fix: str = ""
     declared: int = 0  # differences covered by a declared divergence (status stays "pass")
+    #: for a failing conformance row: the first difference (``runner.first_window``: position,
+    #: three ids either side with their bytes, from the reference and the backend)
+    window: dict | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -495,7 +495,7 @@ def _check_row(r: BackendResult, check: str, cap: Capability) -> Row:
         first = fails[0]
         where = f" at id {first.window['position']}" if first.window else ""
         msg = f"{counts['fail']} failing, first: {first.probe}{where}: {first.detail}"
-        return Row(name, r.name, "fail", msg, FIXES[check])
+        return Row(name, r.name, "fail", msg, FIXES[check], window=first.window)
     declared = sorted({f.declared for f in r.failures if f.check == check and f.declared})
     msg = f"{counts['pass']} pass"
     if counts["declared"]:

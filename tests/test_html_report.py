@@ -174,3 +174,18 @@ def test_chromium_renders_the_grid(tmp_path: Path) -> None:
     assert len(got) == len(CHECKS) * len(BACKENDS)
     assert {k: v for k, v in got.items() if v != "none"} == EXPECTED
     assert "<script>" not in dom and "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+
+
+def test_failing_row_shows_the_two_id_sequences_with_the_difference_marked() -> None:
+    window = {
+        "position": 1,
+        "reference": [[10, "b'a'"], [11, "b' t'"], [12, "b'x'"]],
+        "backend": [[10, "b'a'"], [99, "b' '"], [98, "b't'"]],
+        "reference_len": 3,
+        "backend_len": 3,
+    }
+    row = Row("conformance.encode", "tokenizers", "fail", "1 failing", "re-export", window=window)
+    page = to_html([row], verdict="FAIL", versions={}, directory="d")
+    assert '<table class="window" data-position="1">' in page
+    assert '<td class="same" title="b&#x27;a&#x27;">10</td>' in page
+    assert '<td class="differs" title="b&#x27; t&#x27;">11</td>' in page and ">99</td>" in page
