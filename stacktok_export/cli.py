@@ -12,10 +12,14 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import re
+import signal
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from .artifact import ArtifactError
@@ -171,8 +175,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"vocab_size   {tok.vocab_size:,}")
     print(f"ids          0-255 bytes, 256-{255 + len(tok.merges)} merges ({len(tok.merges):,})")
     print("specials")
-    for s, i in tok.special_to_id.items():
-        print(f"  {i:>6}  {s}")
+    for line in _special_lines(tok.special_to_id):
+        print(line)
     print(f"pattern      {tok.pattern}")
     engine = tok.engine or {}
     print(
@@ -181,6 +185,40 @@ def cmd_info(args: argparse.Namespace) -> int:
     )
     print(f"fingerprint  {tok.fingerprint}")
     return 0
+
+
+_FILLER = re.compile(r"<\|unused_(\d+)\|>")
+
+
+def _special_lines(special_to_id: dict[str, int]) -> list[str]:
+    """One line per special token, except ``<|unused_N|>`` fillers: one line per contiguous run.
+
+    A training shortfall can add thousands of fillers; ``--json`` still lists each one.
+    """
+    lines: list[str] = []
+    run: list[tuple[int, int]] = []  # (N of <|unused_N|>, id), both consecutive
+
+    def flush() -> None:
+        if len(run) == 1:
+            lines.append(f"  {run[0][1]:>6}  <|unused_{run[0][0]}|>  (training shortfall filler)")
+        elif run:
+            (n0, lo), (n1, hi) = run[0], run[-1]
+            span = f"<|unused_{n0}|>..<|unused_{n1}|>"
+            lines.append(f"  {len(run):,} fillers {span} at ids {lo}-{hi} (training shortfall)")
+        run.clear()
+
+    for text, token_id in sorted(special_to_id.items(), key=lambda kv: kv[1]):
+        m = _FILLER.fullmatch(text)
+        if m is None:
+            flush()
+            lines.append(f"  {token_id:>6}  {text}")
+            continue
+        n = int(m[1])
+        if run and (n, token_id) != (run[-1][0] + 1, run[-1][1] + 1):
+            flush()
+        run.append((n, token_id))
+    flush()
+    return lines
 
 
 def _check_out_file(path: Path, *, flag: str) -> None:
@@ -244,9 +282,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .export import check_exports, export_all
 
-    artifact = Path(args.artifact) if args.artifact else _default_artifact()
-    out = Path(args.out)
+    artifact, out = _export_paths(args.artifact, args.out, check=args.check)
     if args.check:
+        print(f"using artifact {artifact}, exports in {out}")
         problems = check_exports(artifact, out)
         for p in problems:
             print(f"stale: {p}")
@@ -255,15 +293,78 @@ def cmd_export(args: argparse.Namespace) -> int:
             return 1
         print(f"exports in {out} are exactly what {artifact} produces")
         return 0
-    written = export_all(artifact, out)
+    with _sigterm_as_exit():  # so a `kill` runs the temp-file clean-up too
+        print(f"using artifact {artifact}, exports in {out}")
+        written = export_all(artifact, out)
     for path in written:
         print(f"wrote {path}")
     return 0
 
 
+@contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """Turn SIGTERM into ``SystemExit(143)`` so ``finally`` blocks run (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum: int, frame: object) -> None:
+        print("stacktok: terminated", file=sys.stderr)
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+ARTIFACT_NAME = "stack100m-32768.json"
+EXPORT_DIR = "tokenizer"
+
+
+def project_root() -> Path | None:
+    """The stacktok checkout this package runs from (its ``pyproject.toml`` says ``name = "stacktok"``).
+
+    ``None`` for an installed package (site-packages has no such file beside it).
+    """
+    root = Path(__file__).resolve().parents[1]
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return root if re.search(r'(?m)^name\s*=\s*"stacktok"\s*$', text) else None
+
+
 def _default_artifact() -> Path:
-    local = Path("tokenizer") / "stack100m-32768.json"
-    return local if local.is_file() else shipped_artifact_path()
+    root = project_root()
+    local = root / EXPORT_DIR / ARTIFACT_NAME if root else None
+    return local if local is not None and local.is_file() else shipped_artifact_path()
+
+
+def _default_out(*, check: bool) -> Path:
+    """The checkout's ``tokenizer/``; else ``./tokenizer`` (which ``--check`` needs to exist)."""
+    root = project_root()
+    if root is not None:
+        return root / EXPORT_DIR
+    here = Path(EXPORT_DIR)
+    if check and not here.is_dir():
+        raise UsageError(
+            f"no export directory: not in a stacktok checkout and no ./{EXPORT_DIR}/ here; "
+            "pass --out DIR (the directory holding the exports)"
+        )
+    return here
+
+
+def _export_paths(artifact: str | None, out: str | None, *, check: bool) -> tuple[Path, Path]:
+    """``--artifact`` / ``--out``, defaults resolved against the checkout, not the working directory."""
+    artifact_path = Path(artifact) if artifact else _default_artifact()
+    if not artifact_path.is_file():
+        raise UsageError(f"--artifact {artifact_path}: no such file")
+    out_path = Path(out) if out else _default_out(check=check)
+    if check and not out_path.is_dir():
+        raise UsageError(f"--out {out_path}: no such directory; run `stacktok export --out {out_path}` first")
+    return artifact_path, out_path
 
 
 # -------------------------------------------------------------------- parser
@@ -275,36 +376,58 @@ class _Parser(argparse.ArgumentParser):
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register train, info, encode, decode and export on ``sub`` (the ``stacktok`` CLI's subparsers)."""
     t = sub.add_parser("train", help="train a tokenizer artifact from text files")
-    t.add_argument("inputs", nargs="+", help="files, globs, or - for stdin (UTF-8)")
-    t.add_argument("--vocab-size", type=int, default=VOCAB_SIZE, help=f"ids in all (default {VOCAB_SIZE})")
-    t.add_argument("--out", required=True, help="artifact path to write (JSON)")
-    t.add_argument("--max-bytes", type=int, default=None, help="stop reading after B bytes (default: all)")
-    t.add_argument("--workers", type=int, default=None, help="processes for pre-tokenizing (default: cores)")
-    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument("inputs", nargs="+", help="files, globs, or - for stdin (UTF-8); required, no default")
+    t.add_argument("--vocab-size", type=int, default=VOCAB_SIZE, help=f"ids in all (default: {VOCAB_SIZE})")
+    t.add_argument("--out", required=True, help="artifact path to write (JSON); required, no default")
+    t.add_argument(
+        "--max-bytes", type=int, default=None, help="stop reading after B bytes (default: read all)"
+    )
+    t.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes for pre-tokenizing, at least 1 (default: one per core)",
+    )
+    t.add_argument("--quiet", action="store_true", help="no progress bar (default: show progress)")
     t.set_defaults(func=cmd_train)
 
     i = sub.add_parser("info", help="show an artifact's vocabulary, specials and fingerprint")
-    i.add_argument("artifact", nargs="?", default=None, help="default: the shipped artifact")
-    i.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    i.add_argument("artifact", nargs="?", default=None, help="artifact JSON (default: the shipped artifact)")
+    i.add_argument("--json", action="store_true", help="print JSON, every special listed (default: a table)")
     i.set_defaults(func=cmd_info)
 
     e = sub.add_parser("encode", help="encode text (argument or stdin, UTF-8) to ids")
-    e.add_argument("text", nargs="?", default=None)
-    e.add_argument("--artifact", default=None, help="default: the shipped artifact")
-    e.add_argument("--allow-special", action="store_true", help="trusted text: parse specials")
-    e.add_argument("--json", action="store_true", help="print a JSON list")
+    e.add_argument("text", nargs="?", default=None, help="text to encode (default: read standard input)")
+    e.add_argument("--artifact", default=None, help="artifact JSON (default: the shipped artifact)")
+    e.add_argument(
+        "--allow-special",
+        action="store_true",
+        help="trusted text: parse specials (default: off, specials are plain text)",
+    )
+    e.add_argument("--json", action="store_true", help="print a JSON list (default: ids separated by spaces)")
     e.set_defaults(func=cmd_encode)
 
     d = sub.add_parser("decode", help="decode ids (arguments or stdin) to bytes")
-    d.add_argument("ids", nargs="*")
-    d.add_argument("--artifact", default=None, help="default: the shipped artifact")
-    d.add_argument("--no-newline", action="store_true", help="no trailing newline")
+    d.add_argument("ids", nargs="*", help="token ids (default: read them from standard input)")
+    d.add_argument("--artifact", default=None, help="artifact JSON (default: the shipped artifact)")
+    d.add_argument("--no-newline", action="store_true", help="no trailing newline (default: add one)")
     d.set_defaults(func=cmd_decode)
 
     x = sub.add_parser("export", help="write tiktoken / HF / GGUF exports of an artifact")
-    x.add_argument("--artifact", default=None, help="default: tokenizer/stack100m-32768.json")
-    x.add_argument("--out", default="tokenizer", help="output directory (default: tokenizer/)")
-    x.add_argument("--check", action="store_true", help="verify committed exports; write nothing")
+    x.add_argument(
+        "--artifact",
+        default=None,
+        help=f"artifact to export (default: {EXPORT_DIR}/{ARTIFACT_NAME} of the stacktok checkout, "
+        "else the shipped artifact)",
+    )
+    x.add_argument(
+        "--out",
+        default=None,
+        help=f"output directory (default: {EXPORT_DIR}/ of the stacktok checkout, else ./{EXPORT_DIR}/)",
+    )
+    x.add_argument(
+        "--check", action="store_true", help="verify the exports on disk; write nothing (default: off)"
+    )
     x.set_defaults(func=cmd_export)
 
 

@@ -107,12 +107,28 @@ class TrlBackend(BaseBackend):
 def load(export_dir: object, artifact: Path | None = None) -> TrlBackend:
     """An ``SFTTrainer`` over a tiny random model and the export; ``artifact`` is unused."""
     hf_dir = _hf_dir(export_dir)
+    # The one command that installs each top-level package the import may miss:
+    install = {
+        "trl": INSTALL_HINT,
+        "torch": "pip install torch==2.13.0 (the CPU wheel; see conformance/INSTALL-heavy.md)",
+        "datasets": "pip install datasets",
+        "transformers": "pip install 'stacktok[hf]'",
+    }
     try:
+        import importlib
+
+        importlib.import_module("trl")  # first, so a missing TRL is named as such
         import datasets
         import torch  # noqa: F401 -- TRL needs it; a clear message if it is absent
         import transformers
         import trl
         from trl import SFTConfig, SFTTrainer
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "trl").split(".")[0]
+        needed = "" if top == "trl" else " (TRL needs it)"
+        raise BackendMissing(
+            f"{top} is not installed{needed}; install: {install.get(top, f'pip install {top}')}"
+        ) from None
     except ImportError as exc:
         raise BackendMissing(f"trl cannot be imported ({exc}); {INSTALL_HINT}") from None
 

@@ -10,8 +10,11 @@
     NAME-hf/chat_template.jinja
     NAME.gguf                      vocab-only GGUF for llama.cpp
 
-``export_all`` writes them atomically; ``check_exports`` compares what is on
-disk with what the artifact produces, byte for byte.
+``export_all`` writes them atomically and, once it has succeeded, removes the
+temporary files an interrupted export left in the output directory (only its
+own: ``.NAME.tiktoken.*.tmp``, ``.NAME.gguf.*.tmp``, ``.NAME-hf.*.tmp``,
+``.NAME-hf.old-*``, ``.stacktok-tmp-*``); ``check_exports`` compares what is
+on disk with what the artifact produces, byte for byte.
 
 Out of scope: model weights and ``config.json`` -- those belong to a
 checkpoint, which the gate checks but never writes.
@@ -19,7 +22,10 @@ checkpoint, which the gate checks but never writes.
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
+import time
 from pathlib import Path
 
 from .._atomic import atomic_directory, write_bytes_atomic
@@ -28,15 +34,18 @@ from .hf import hf_files
 from .tiktoken_fmt import tiktoken_text
 
 
-def render_exports(tok: StackTokenizer) -> dict[str, bytes]:
-    """Every export file of ``tok``, keyed by path relative to the output directory."""
+def render_exports(tok: StackTokenizer, *, tmp_dir: str | os.PathLike[str] | None = None) -> dict[str, bytes]:
+    """Every export file of ``tok``, keyed by path relative to the output directory.
+
+    ``tmp_dir``: where a scratch file may go if one is needed (the output directory).
+    """
     from .gguf_fmt import gguf_bytes
 
     name = tok.name
     files = {f"{name}.tiktoken": tiktoken_text(tok).encode("ascii")}
     for fname, data in hf_files(tok).items():
         files[f"{name}-hf/{fname}"] = data
-    files[f"{name}.gguf"] = gguf_bytes(tok)
+    files[f"{name}.gguf"] = gguf_bytes(tok, tmp_dir=tmp_dir)
     return files
 
 
@@ -53,10 +62,11 @@ def export_all(artifact: str | os.PathLike[str], out: str | os.PathLike[str]) ->
     whole and each single file is renamed into place, so an interruption
     leaves the previous exports intact.
     """
+    started = time.time()
     tok = _load(artifact)
-    files = render_exports(tok)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    files = render_exports(tok, tmp_dir=out)
     written: list[Path] = []
     hf_dir = f"{tok.name}-hf"
     with atomic_directory(out / hf_dir) as tmp:
@@ -68,7 +78,42 @@ def export_all(artifact: str | os.PathLike[str], out: str | os.PathLike[str]) ->
         if not rel.startswith(hf_dir + "/"):
             write_bytes_atomic(out / rel, data)
             written.append(out / rel)
+    remove_stale_temps(out, tok.name, older_than=started)
     return sorted(written)
+
+
+def stale_temps(out: str | os.PathLike[str], name: str) -> list[Path]:
+    """Temporary files and directories an export of ``name`` may leave in ``out`` if killed."""
+    from .gguf_fmt import TMP_PREFIX
+
+    out = Path(out)
+    found = set(out.glob(f"{TMP_PREFIX}*"))
+    for target in (f"{name}.tiktoken", f"{name}.gguf", f"{name}-hf"):
+        target = glob.escape(target)
+        found.update(out.glob(f".{target}.*.tmp"))  # _atomic's temp names
+        found.update(out.glob(f".{target}.old-*"))  # atomic_directory's set-aside copy
+    return sorted(found)
+
+
+def remove_stale_temps(out: str | os.PathLike[str], name: str, *, older_than: float) -> list[Path]:
+    """Remove :func:`stale_temps` last modified before ``older_than`` (a ``time.time()``).
+
+    The age test spares the live temp files of an export into ``out`` that
+    started after this one. Returns what was removed.
+    """
+    removed = []
+    for path in stale_temps(out, name):
+        try:
+            if path.lstat().st_mtime >= older_than:
+                continue
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(path)
+    return removed
 
 
 def check_exports(artifact: str | os.PathLike[str], out: str | os.PathLike[str]) -> list[str]:
@@ -84,4 +129,4 @@ def check_exports(artifact: str | os.PathLike[str], out: str | os.PathLike[str])
     return problems
 
 
-__all__ = ["render_exports", "export_all", "check_exports"]
+__all__ = ["render_exports", "export_all", "check_exports", "stale_temps", "remove_stale_temps"]

@@ -58,6 +58,8 @@ import importlib
 import os
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -135,17 +137,54 @@ def _add_metadata(writer: gguf.GGUFWriter, tok: StackTokenizer) -> None:
     writer.add_string(FINGERPRINT_KEY, tok.fingerprint)
 
 
-def gguf_bytes(tok: StackTokenizer) -> bytes:
-    """The vocab-only GGUF of ``tok`` as exact, deterministic bytes."""
+#: Prefix of every scratch file stacktok writes; ``export_all`` removes stale ones it finds.
+TMP_PREFIX = ".stacktok-tmp-"
+_PROC_FD = Path("/proc/self/fd")
+#: Linux: write the scratch GGUF to anonymous memory (tests switch this off).
+USE_MEMFD = hasattr(os, "memfd_create") and _PROC_FD.is_dir()
+
+
+@contextmanager
+def _scratch_path(tmp_dir: str | os.PathLike[str] | None) -> Iterator[Path]:
+    """A path GGUFWriter can write to, removed on every exit path a process survives.
+
+    On Linux the file is anonymous memory (``memfd``), so not even SIGKILL leaves
+    anything behind. Elsewhere it is ``TMP_PREFIX*.gguf`` in ``tmp_dir`` (beside
+    the export target; the next successful export removes it if a kill left it)
+    or the system temp directory.
+    """
+    if USE_MEMFD:
+        fd = os.memfd_create("stacktok-gguf")
+        try:
+            yield _PROC_FD / str(fd)
+        finally:
+            os.close(fd)
+        return
+    fd, name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".gguf", dir=tmp_dir)
+    os.close(fd)
+    try:
+        yield Path(name)
+    finally:
+        with suppress(FileNotFoundError):
+            os.unlink(name)
+
+
+def gguf_bytes(tok: StackTokenizer, *, tmp_dir: str | os.PathLike[str] | None = None) -> bytes:
+    """The vocab-only GGUF of ``tok`` as exact, deterministic bytes.
+
+    GGUFWriter needs a path: see :func:`_scratch_path` for where the scratch
+    file lives (``tmp_dir``: the export's output directory, if any).
+    """
     gguf = require("gguf")
-    with tempfile.TemporaryDirectory(prefix="stacktok-gguf-") as tmp:
-        path = Path(tmp) / "vocab.gguf"
+    with _scratch_path(tmp_dir) as path:
         writer = gguf.GGUFWriter(path, ARCH)
-        _add_metadata(writer, tok)
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
+        try:
+            _add_metadata(writer, tok)
+            writer.write_header_to_file()
+            writer.write_kv_data_to_file()
+            writer.write_tensors_to_file()
+        finally:
+            writer.close()
         return path.read_bytes()
 
 
