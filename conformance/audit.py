@@ -58,6 +58,7 @@ from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
 from stacktok_export.export.bytelevel import from_chars
 from stacktok_export.pretokenize import LLAMA3_PATTERN, engine_info
+from stacktok_export.progress import Progress
 
 from .declared import UNICODE_TABLES, Shape, choose_shape
 from .fixtures import FIXTURES, FixtureError, load_divergences, version_matches
@@ -976,7 +977,7 @@ def vocab_findings(target: Target, say: Say) -> tuple[list[Finding], StackTokeni
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    say: Say = (lambda m: None) if args.quiet else (lambda m: print(f"  .. {m}", file=sys.stderr, flush=True))
+    say: Say = Progress(quiet=args.quiet)  # the one progress view every long command uses
     start = time.perf_counter()
     target = resolve_target(args.path, args.artifact)
     findings, tok = vocab_findings(target, say)

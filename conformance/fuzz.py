@@ -77,6 +77,7 @@ from stacktok_export import ArtifactError, StackTokenizer
 from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
 from stacktok_export.pretokenize import compile_pattern
+from stacktok_export.progress import Progress
 
 from .backends import REFERENCE, REGISTRY, backend_list, load_backend
 from .declared import Declarations
@@ -756,10 +757,10 @@ def config_from_args(args: argparse.Namespace) -> FuzzConfig:
 
 
 def main(args: argparse.Namespace) -> int:
-    say = (lambda m: None) if args.quiet else (lambda m: print(f"  .. {m}", file=sys.stderr, flush=True))
     try:
         config = config_from_args(args)
-        report = run_fuzz(config, say)
+        with Progress(quiet=args.quiet) as say:  # the one progress view every long command uses
+            report = run_fuzz(config, say)
     except FuzzUsageError as exc:
         print(f"stacktok fuzz: error: {exc}", file=sys.stderr)
         return 2

@@ -145,7 +145,7 @@ def check_provenance(ctx: _Ctx) -> list[Row]:
     out = []
     fp = ctx.obj("tokenizer_config.json").get(FINGERPRINT_KEY)
     if ctx.dir is None:
-        out.append(_skip("provenance.fingerprint", "no tokenizer_config.json in the directory"))
+        out.append(_skip("provenance.fingerprint", "no Hugging Face files (tokenizer.json) in the directory"))
     elif fp is None:
         out.append(
             row(

@@ -90,6 +90,16 @@ def to_json(results: Sequence[BackendResult], *, meta: dict[str, Any], stale: Se
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
 
 
+#: a glanceable mark per support-matrix result (first matching prefix wins)
+MATRIX_MARKS = (
+    ("conforms (declared", "☑️"),
+    ("conforms", "✅"),
+    ("diverges", "❌"),
+    ("missing", "➖"),
+    ("skip", "➖"),
+)
+
+
 def support_matrix(rows: Sequence[dict[str, str]]) -> str:
     """Markdown: backend x version -> conforms / diverges / declared / missing."""
     lines = [
@@ -97,8 +107,10 @@ def support_matrix(rows: Sequence[dict[str, str]]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for row in rows:
+        mark = next((m for word, m in MATRIX_MARKS if row["result"].startswith(word)), "")
+        result = f"{mark} {row['result']}"
         lines.append(
-            f"| {row['backend']} | {row['version']} | {row['result']} | {row['identical']} / {row['run']} "
+            f"| {row['backend']} | {row['version']} | {result} | {row['identical']} / {row['run']} "
             f"| {row.get('chats', '-')} | {row['declared']} |"
         )
     return "\n".join(lines) + "\n"

@@ -189,3 +189,24 @@ def test_failing_row_shows_the_two_id_sequences_with_the_difference_marked() -> 
     assert '<table class="window" data-position="1">' in page
     assert '<td class="same" title="b&#x27;a&#x27;">10</td>' in page
     assert '<td class="differs" title="b&#x27; t&#x27;">11</td>' in page and ">99</td>" in page
+
+
+def test_support_matrix_has_a_mark_per_result() -> None:
+    from conformance.report import support_matrix
+
+    rows = [
+        {"backend": "a", "version": "1", "result": "conforms", "identical": "5", "run": "5", "declared": "0"},
+        {"backend": "b", "version": "1", "result": "diverges", "identical": "4", "run": "5", "declared": "0"},
+        {"backend": "c", "version": "-", "result": "missing", "identical": "0", "run": "0", "declared": "0"},
+        {
+            "backend": "d",
+            "version": "2",
+            "result": "conforms (declared divergences)",
+            "identical": "4",
+            "run": "5",
+            "declared": "1",
+        },
+    ]
+    table = support_matrix(rows)
+    assert "| ✅ conforms |" in table and "| ❌ diverges |" in table and "| ➖ missing |" in table
+    assert "| ☑️ conforms (declared divergences) |" in table

@@ -38,3 +38,31 @@ def test_quiet_gate_prints_nothing_on_stderr(tmp_path) -> None:
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr
     assert out.stderr == "", out.stderr
     assert "verdict: PASS" in out.stdout
+
+
+def test_quiet_fuzz_prints_nothing_on_stderr_and_progress_is_plain_lines() -> None:
+    base = [sys.executable, "-m", "stacktok_cli", "fuzz", str(SHIPPED_HF), "--backends", "tokenizers"]
+    quiet = subprocess.run(
+        [*base, "--examples", "200", "--quiet"], capture_output=True, text=True, check=False
+    )
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    loud = subprocess.run([*base, "--examples", "200"], capture_output=True, text=True, check=False)
+    lines = loud.stderr.splitlines()
+    assert lines and all(line.startswith("  .. ") for line in lines), loud.stderr  # no \r, whole lines
+    assert "\r" not in loud.stderr
+
+
+def test_gguf_only_directory_names_no_file_it_does_not_have(tmp_path) -> None:
+    import shutil
+
+    from .conftest import ROOT
+
+    d = tmp_path / "gguf-only"
+    d.mkdir()
+    shutil.copy(ROOT / "tokenizer" / "stack100m-32768.gguf", d)
+    probes = tmp_path / "p.jsonl"
+    probes.write_text(json.dumps({"id": "a", "text": "hello"}) + "\n")
+    cmd = [sys.executable, "-m", "stacktok_cli", "gate", str(d), "--only-user-data", "--probes", str(probes)]
+    out = subprocess.run([*cmd, "--quiet"], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout[-1500:] + out.stderr
+    assert "tokenizer_config.json" not in out.stdout + out.stderr
