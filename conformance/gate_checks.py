@@ -36,7 +36,7 @@ from stacktok_export.export.hf import DECODER_JSON, FINGERPRINT_KEY, hf_files, p
 from stacktok_export.export.tiktoken_fmt import tiktoken_text
 
 from .backends import readers_of
-from .layout import Exports
+from .layout import Exports, gguf_fields
 from .protocol import BackendMissing
 from .rows import FILES, Row, row
 
@@ -119,20 +119,11 @@ def chat_template(tcfg: dict[str, Any], jinja: str | None) -> tuple[str | None, 
 def _read_gguf(path: Path) -> dict[str, Any]:
     """``{key: (value, type name)}``, or ``{"__missing__": why}`` / ``{"__error__": why}``."""
     try:
-        import gguf
+        return gguf_fields(path)
     except ImportError:
         return {"__missing__": "gguf is not installed; pip install 'stacktok[gguf]'"}
-    try:
-        reader = gguf.GGUFReader(path)
     except Exception as exc:  # noqa: BLE001 -- validate.py reports unreadable files first
         return {"__error__": f"{path.name} is not a readable GGUF ({exc})"}
-    out: dict[str, Any] = {}
-    for name, fld in reader.fields.items():
-        kind = fld.types[0].name if fld.types else "?"
-        if kind == "ARRAY" and len(fld.types) > 1:
-            kind = f"ARRAY[{fld.types[1].name}]"
-        out[name] = (fld.contents(), kind)
-    return out
 
 
 def _skip(check: str, why: str) -> Row:

@@ -10,8 +10,10 @@ Out of scope: remote hub ids -- the suite never downloads anything.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 class LayoutError(ValueError):
@@ -51,3 +53,20 @@ def _find(directory: Path, suffix: str) -> Path | None:
         if sibling.is_file():
             return sibling
     return None
+
+
+def gguf_fields(path: Path) -> dict[str, tuple[Any, str]]:
+    """``gguf_fmt.read_gguf_fields``, read once per file version and shared by the gate's validation,
+    static checks and vocabulary surface (gguf-py takes about a second on the shipped GGUF).
+
+    Callers must not mutate the result. Raises what the reader raises (not cached).
+    """
+    stat = Path(path).stat()
+    return _gguf_fields(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _gguf_fields(path: str, mtime_ns: int, size: int) -> dict[str, tuple[Any, str]]:
+    from stacktok_export.export.gguf_fmt import read_gguf_fields
+
+    return read_gguf_fields(path)

@@ -46,7 +46,7 @@ from typing import Any, TypeVar
 from stacktok_export import StackTokenizer
 from stacktok_export.export.bytelevel import from_chars, to_chars
 
-from .layout import Exports
+from .layout import Exports, gguf_fields
 from .rows import FILES, Row
 
 T = TypeVar("T")
@@ -406,12 +406,11 @@ def _added_tokens_json_diffs(data: Any, exp: _Expected) -> list[_Diff]:
 
 # ------------------------------------------------------------------------ GGUF
 def _read_gguf(path: Path) -> dict[str, Any] | str:
-    """``{key: value}`` of every GGUF field, or why it cannot be read."""
-    import gguf  # ImportError is the caller's "missing"
-
+    """``{key: value}`` of every GGUF field (the gate's shared read), or why it cannot be read."""
     try:
-        reader = gguf.GGUFReader(path)
-        return {name: field.contents() for name, field in reader.fields.items()}
+        return {name: value for name, (value, _) in gguf_fields(path).items()}
+    except ImportError:
+        raise  # the caller's "missing"
     except Exception as exc:  # gguf-py raises bare ValueError/struct/numpy errors on bad files
         return f"{path.name} is not a readable GGUF ({type(exc).__name__}: {exc})"
 

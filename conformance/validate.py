@@ -47,7 +47,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .layout import Exports
+from .layout import Exports, gguf_fields
 
 BPE_KEYS = (
     "type",
@@ -707,16 +707,16 @@ def validate_gguf(path: Path) -> None:
         what = f"starts with {head!r}, not" if len(head) == 4 else f"is {len(head)} bytes long, without"
         _fail(path, "header", f"{what} the magic b'GGUF'", "this is not a GGUF file: re-export it")
     fields = _gguf_fields(path)
-    tokens = fields.get("tokenizer.ggml.tokens")
     _check_gguf_array(path, fields, "tokenizer.ggml.tokens", {"STRING"})
     _check_gguf_array(path, fields, "tokenizer.ggml.token_type", _INT_TYPES)
     _check_gguf_array(path, fields, "tokenizer.ggml.merges", {"STRING"})
+    tokens = fields.get("tokenizer.ggml.tokens")
     types = fields.get("tokenizer.ggml.token_type")
-    if tokens is not None and types is not None and len(types.data) != len(tokens.data):
+    if tokens is not None and types is not None and len(types[0]) != len(tokens[0]):
         _fail(
             path,
             "tokenizer.ggml.token_type",
-            f"has {len(types.data)} entries for {len(tokens.data)} tokens",
+            f"has {len(types[0])} entries for {len(tokens[0])} tokens",
             "give every token one type: rebuild the GGUF with `stacktok export`",
         )
 
@@ -729,11 +729,10 @@ def _head(path: Path) -> bytes:
         _fail(path, "file", f"cannot be read ({exc.strerror or exc})", "check that it exists and is readable")
 
 
-def _gguf_fields(path: Path) -> dict[str, Any]:
-    import gguf
-
+def _gguf_fields(path: Path) -> dict[str, tuple[Any, str]]:
+    """The gate's one shared GGUF read (``conformance.layout.gguf_fields``), failing as input."""
     try:
-        return dict(gguf.GGUFReader(path).fields)
+        return gguf_fields(path)
     except BaseException as exc:  # numpy/struct errors on truncated files
         _rethrow_interrupts(exc)
         _fail(
@@ -746,24 +745,15 @@ def _gguf_fields(path: Path) -> dict[str, Any]:
 
 
 def _check_gguf_array(
-    path: Path, fields: dict[str, Any], key: str, element_types: set[str] | frozenset[str]
+    path: Path, fields: dict[str, tuple[Any, str]], key: str, element_types: set[str] | frozenset[str]
 ) -> None:
-    field = fields.get(key)
-    if field is None:
+    if key not in fields:
         return
-    names = [t.name for t in field.types]
-    if len(names) < 2 or names[0] != "ARRAY" or names[1] not in element_types:
+    kind = fields[key][1]  # e.g. "ARRAY[STRING]"
+    if not (kind.startswith("ARRAY[") and kind[6:-1] in element_types):
         want = "/".join(sorted(element_types)) if len(element_types) < 3 else "integer"
-        _fail(
-            path,
-            key,
-            f"is {_type_name(names)}, not an array of {want}",
-            "rebuild the GGUF with `stacktok export`",
-        )
-
-
-def _type_name(names: list[str]) -> str:
-    return (names[0] + "".join(f"[{n}]" for n in names[1:])) if names else "untyped"
+        shown = "untyped" if kind == "?" else kind
+        _fail(path, key, f"is {shown}, not an array of {want}", "rebuild the GGUF with `stacktok export`")
 
 
 def _dist_version(name: str) -> str:

@@ -189,13 +189,24 @@ def gguf_bytes(tok: StackTokenizer, *, tmp_dir: str | os.PathLike[str] | None = 
 
 
 # ------------------------------------------------------------------ reading
+def read_gguf_fields(path: str | os.PathLike[str]) -> dict[str, tuple[Any, str]]:
+    """Every field as ``(plain value, type name)``: ``"STRING"``, ``"UINT32"``, ``"ARRAY[INT32]"``...
+
+    Raises gguf-py's own error for a file it cannot read (``ImportError`` without gguf).
+    """
+    gguf = require("gguf")
+    out: dict[str, tuple[Any, str]] = {}
+    for name, field in gguf.GGUFReader(path).fields.items():
+        kinds = [t.name for t in field.types]
+        kind = (kinds[0] + "".join(f"[{k}]" for k in kinds[1:])) if kinds else "?"
+        out[name] = (field.contents(), kind)
+    return out
+
+
 def read_gguf_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The ``general.*``, ``tokenizer.*`` and ``stacktok.*`` fields as plain Python values.
 
     Strings are ``str``, integers ``int``, booleans ``bool``, arrays ``list``.
     """
-    gguf = require("gguf")
-    reader = gguf.GGUFReader(path)
-    return {
-        name: field.contents() for name, field in reader.fields.items() if name.startswith(METADATA_PREFIXES)
-    }
+    fields = read_gguf_fields(path)
+    return {name: value for name, (value, _) in fields.items() if name.startswith(METADATA_PREFIXES)}
