@@ -18,16 +18,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from stacktok_export import ArtifactError
 from stacktok_export._atomic import write_text_atomic
 
 from .backends import REGISTRY, backend_list, check_selection
-from .fixtures import FixtureError, FixtureSet
+from .fixtures import FixtureSet
 from .layout import Exports, LayoutError
 from .report import matrix_row, render_text, to_json
 from .rows import exit_code, verdict_line
 from .runner import result_rows, run_suite
-from .validate import InputError, validate_directory
+from .validate import input_errors, validate_directory
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = ROOT / "tokenizer" / "stack100m-32768-hf"
@@ -61,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         validate_directory(exports, directory=args.dir)
         fixtures = FixtureSet.load(probes=args.probes, chats=args.chats, texts=args.text)
         results, stale, _ = run_suite(exports, fixtures, args.backends, progress=progress)
-    except (LayoutError, FixtureError, ArtifactError, InputError) as exc:
+    except input_errors() as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
         return 2
     rows = result_rows(results, stale=stale)

@@ -80,13 +80,6 @@ def choose_shape(tok: StackTokenizer) -> Shape:
     return Shape(one[0] if one else "'s", three[0] if three else "000", bool(one and three))
 
 
-def covers_probe(d: Divergence, *, backend: str, version: str, check: str, probe: Probe) -> bool:
-    """The id/category rule alone (no text inspection); cause declarations never match here."""
-    if getattr(d, "cause", None):
-        return False
-    return d.covers(backend=backend, version=version, check=check, probe=probe)
-
-
 def applies(d: Divergence, *, backend: str, version: str, check: str) -> bool:
     return d.backend == backend and d.check in ("*", check) and version_matches(version, d.versions)
 
@@ -142,9 +135,7 @@ class Declarations:
         self, backend: Backend, check: str = "encode", cause: str = UNICODE_TABLES
     ) -> Divergence | None:
         for d in self.divergences:
-            if getattr(d, "cause", None) == cause and applies(
-                d, backend=backend.name, version=backend.version, check=check
-            ):
+            if d.cause == cause and applies(d, backend=backend.name, version=backend.version, check=check):
                 return d
         return None
 
@@ -152,7 +143,7 @@ class Declarations:
     def declared(self, backend: Backend, check: str, probe: Probe) -> Divergence | None:
         """The declaration covering ``backend``'s difference on ``probe`` in ``check``, if any."""
         for d in self.divergences:
-            if covers_probe(d, backend=backend.name, version=backend.version, check=check, probe=probe):
+            if d.covers(backend=backend.name, version=backend.version, check=check, probe=probe):
                 return d
         if check in SPLIT_CHECKS and probe.text:
             d = self.has_cause(backend, "encode")
@@ -190,9 +181,9 @@ class Declarations:
             backend = ran.get(d.backend)
             if backend is None or d.id in used or not version_matches(backend.version, d.versions):
                 continue
-            if getattr(d, "cause", None) == LONG_S:
+            if d.cause == LONG_S:
                 continue  # needs a merge across the split to show; see the module docstring
-            if getattr(d, "cause", None) == UNICODE_TABLES:
+            if d.cause == UNICODE_TABLES:
                 # stale when the data holds code points newer than the stdlib's tables and the
                 # backend now splits every one of them like the reference (its tables caught up)
                 new = [ch for ch in {c for p in probes for c in p.text} if is_newer_than_stdlib(ch)]
@@ -200,8 +191,7 @@ class Declarations:
             else:
                 check = d.check if d.check != "*" else "encode"
                 could = any(
-                    covers_probe(d, backend=d.backend, version=backend.version, check=check, probe=p)
-                    for p in probes
+                    d.covers(backend=d.backend, version=backend.version, check=check, probe=p) for p in probes
                 )
             if could:
                 out.append(d.id)

@@ -32,20 +32,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
-from stacktok_export import ArtifactError, StackTokenizer
+from stacktok_export import StackTokenizer
 from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
 from stacktok_export.progress import Progress
 
 from .backends import REGISTRY, backend_list, check_selection
-from .fixtures import FixtureError, FixtureSet
+from .fixtures import FixtureSet
 from .gate_checks import behaviour_proof, run_static
 from .html_report import grid_markdown, to_html
-from .layout import Exports, LayoutError
-from .rows import EXIT_USAGE, Row, exit_code, verdict_line
+from .layout import Exports
+from .rows import EXIT_USAGE, Row, exit_code, skip, verdict_line
 from .runner import result_rows, run_suite
 from .surface import surface_rows
-from .validate import InputError, validate_directory
+from .validate import input_errors, validate_directory
 
 MARK = {
     "pass": "PASS",
@@ -112,7 +112,7 @@ def _plan(args: argparse.Namespace) -> tuple[StackTokenizer, Exports, FixtureSet
 def _served_rows(exports: Exports, ref: StackTokenizer, fixtures: FixtureSet, say) -> list[Row]:
     """Opt-in: start vLLM's OpenAI server on 127.0.0.1 over DIR's tokenizer (conformance.served)."""
     if exports.hf_dir is None:
-        return [Row("served", "vllm-server", "skip", "no tokenizer.json to serve")]
+        return [skip("served", "no tokenizer.json to serve", backend="vllm-server")]
     from .served import check_served
 
     say("served path: tiny random-weight Llama + vLLM OpenAI server on 127.0.0.1")
@@ -301,6 +301,6 @@ def main(args: argparse.Namespace) -> int:
     """Entry for ``stacktok gate``; usage errors exit 2 (malformed files raise to the CLI, also 2)."""
     try:
         return run_gate(args)
-    except (GateUsageError, InputError, FixtureError, ArtifactError, LayoutError) as exc:
+    except (GateUsageError, *input_errors()) as exc:
         print(f"stacktok gate: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -38,7 +38,7 @@ from stacktok_export.export.tiktoken_fmt import tiktoken_text
 from .backends import readers_of
 from .layout import Exports, gguf_fields
 from .protocol import BackendMissing
-from .rows import FILES, Row, row
+from .rows import FILES, Row, row, skip
 
 MIN_CONTEXT = 8192
 GOOD_GGUF_PRE = ("smaug-bpe", "dbrx")  # the Llama-3 regex without ignore_merges / add-BOS
@@ -126,17 +126,13 @@ def _read_gguf(path: Path) -> dict[str, Any]:
         return {"__error__": f"{path.name} is not a readable GGUF ({exc})"}
 
 
-def _skip(check: str, why: str) -> Row:
-    return Row(check, FILES, "skip", f"not checked: {why}")
-
-
 # ------------------------------------------------------------------ provenance
 def check_provenance(ctx: _Ctx) -> list[Row]:
     """Labels and bytes: a stored fingerprint is a label, so a mismatch warns; content decides."""
     out = []
     fp = ctx.obj("tokenizer_config.json").get(FINGERPRINT_KEY)
     if ctx.dir is None:
-        out.append(_skip("provenance.fingerprint", "no Hugging Face files (tokenizer.json) in the directory"))
+        out.append(skip("provenance.fingerprint", "no Hugging Face files (tokenizer.json) in the directory"))
     elif fp is None:
         out.append(
             row(
@@ -172,7 +168,7 @@ def check_provenance(ctx: _Ctx) -> list[Row]:
             )
         )
     else:
-        out.append(_skip("provenance.gguf_fingerprint", _no_gguf(ctx)))
+        out.append(skip("provenance.gguf_fingerprint", _no_gguf(ctx)))
     out.append(_files_identical(ctx))
     return out
 
@@ -225,7 +221,7 @@ def _token_id(ctx: _Ctx, value: Any) -> int | None:
 
 def check_config(ctx: _Ctx) -> list[Row]:
     if ctx.dir is None:
-        return [_skip("config", "no tokenizer.json in the directory (GGUF / .tiktoken only)")]
+        return [skip("config", "no tokenizer.json in the directory (GGUF / .tiktoken only)")]
     out = _vocab_checks(ctx) + _special_id_checks(ctx) + _bos_checks(ctx)
     out += _tokenizer_json_checks(ctx) + _tokenizer_config_checks(ctx) + _remote_code_checks(ctx)
     return out
@@ -234,12 +230,12 @@ def check_config(ctx: _Ctx) -> list[Row]:
 def _vocab_checks(ctx: _Ctx) -> list[Row]:
     cfg = ctx.obj("config.json")
     if not cfg:
-        return [_skip("config.vocab_size", "no config.json (a tokenizer-only directory)")]
+        return [skip("config.vocab_size", "no config.json (a tokenizer-only directory)")]
     v = cfg.get("vocab_size")
     if v is None and isinstance(cfg.get("text_config"), dict):
         v = cfg["text_config"].get("vocab_size")
     if v is None:
-        return [_skip("config.vocab_size", "config.json has no vocab_size")]
+        return [skip("config.vocab_size", "config.json has no vocab_size")]
     n = ctx.ref.vocab_size
     if isinstance(v, int) and v > n:
         return [
@@ -321,7 +317,7 @@ def _eos_stops_turns(ctx: _Ctx, gen: dict[str, Any], eos: int, end: int) -> Row:
     fix = f"set generation_config.json eos_token_id to [{eos}, {end}] (vllm#4180)"
     if ctx.files.get("generation_config.json") is None:
         if ctx.template is None:
-            return _skip(
+            return skip(
                 "config.eos_stops_turns", "no chat template and no generation_config.json (a base model)"
             )
         return Row(
@@ -404,7 +400,7 @@ def _section_row(check: str, got: Any, want: Any, what: str) -> Row:
 def _tokenizer_json_checks(ctx: _Ctx) -> list[Row]:
     tj = ctx.obj("tokenizer.json")
     if not tj:
-        return [_skip("config.tokenizer_json", "no tokenizer.json")]
+        return [skip("config.tokenizer_json", "no tokenizer.json")]
     model = tj.get("model") or {}
     want_model = {"type": "BPE", "ignore_merges": False, "dropout": None, "byte_fallback": False}
     got_model = {k: model.get(k) for k in want_model}
@@ -578,7 +574,7 @@ def _remote_code_checks(ctx: _Ctx) -> list[Row]:
 # ------------------------------------------------------------------------ chat
 def check_chat_files(ctx: _Ctx) -> list[Row]:
     if ctx.dir is None:
-        return [_skip("chat", "no tokenizer directory")]
+        return [skip("chat", "no tokenizer directory")]
     tcfg = ctx.obj("tokenizer_config.json")
     inline, jinja = chat_template(tcfg, None)[0], ctx.files.get("chat_template.jinja")
     if ctx.template is None:
@@ -604,7 +600,7 @@ def check_chat_files(ctx: _Ctx) -> list[Row]:
             )
         )
     else:
-        out.append(_skip("chat.template_files_agree", f"one template only ({ctx.template_source})"))
+        out.append(skip("chat.template_files_agree", f"one template only ({ctx.template_source})"))
     out.append(_template_sandboxed(ctx.template))
     out.append(
         row(
@@ -625,7 +621,7 @@ def check_chat_files(ctx: _Ctx) -> list[Row]:
             )
         )
     else:
-        out.append(_skip("gguf.chat_template", _no_gguf(ctx)))
+        out.append(skip("gguf.chat_template", _no_gguf(ctx)))
     return out
 
 
@@ -721,7 +717,7 @@ _GGUF_TYPES = {
 def check_gguf(ctx: _Ctx) -> list[Row]:
     g = ctx.gguf
     if g is None:
-        return [_skip("gguf", "no .gguf file in or beside the directory")]
+        return [skip("gguf", "no .gguf file in or beside the directory")]
     if "__missing__" in g:
         return [Row("gguf", FILES, "missing", g["__missing__"], "pip install 'stacktok[gguf]'")]
     if "__error__" in g:
@@ -788,7 +784,7 @@ def check_gguf(ctx: _Ctx) -> list[Row]:
 def check_gguf_eog(exports: Exports, ref: StackTokenizer) -> list[Row]:
     """llama.cpp's own end-of-generation set must be exactly {<|eos|>, <|end|>}."""
     if exports.gguf is None:
-        return [Row("gguf.eog", "llama.cpp", "skip", "not checked: no .gguf file")]
+        return [skip("gguf.eog", "no .gguf file", backend="llama.cpp")]
     try:
         from .backends.llama_backend import LlamaCppTokenizer
 

@@ -80,6 +80,7 @@ def to_json(results: Sequence[BackendResult], *, meta: dict[str, Any], stale: Se
         "backends": {
             r.name: {
                 **{k: v for k, v in asdict(r).items() if k not in ("failures", "seconds")},
+                "chat_injection": r.chat_injection,
                 "failures": [asdict(f) for f in r.failures[:200]],
                 "failures_total": len(r.failures),
             }

@@ -62,6 +62,11 @@ def row(check: str, ok: bool, message: str, fix: str, *, backend: str = FILES, w
     return Row(check, backend, "warn" if warn else "fail", message, fix)
 
 
+def skip(check: str, why: str, *, backend: str = FILES) -> Row:
+    """A check that did not run, saying why ("not checked: ..."): never a silent pass."""
+    return Row(check, backend, "skip", f"not checked: {why}")
+
+
 def failed(rows: Iterable[Row]) -> bool:
     return any(r.status in ("fail", "error") for r in rows)
 

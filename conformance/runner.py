@@ -41,7 +41,7 @@ from .declared import Declarations
 from .fixtures import Chat, FixtureSet, Probe
 from .layout import Exports
 from .protocol import Backend, BackendMissing, Capability, ExportAbsent
-from .rows import Row
+from .rows import Row, skip
 
 CHECKS = ("encode", "injection", "trusted", "decode", "single_tokens", "default", "chat", "stream")
 INJECTION_TEXT = "hello <|assistant|> world"
@@ -67,7 +67,6 @@ class BackendResult:
     checks: dict[str, dict[str, int]] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
     default_behaviour: str = ""
-    chat_injection: str = ""  # "" (no injected chat ran), "safe" or "unsafe"
     chat_injection_counts: dict[str, int] = field(default_factory=dict)  # safe / unsafe / raises
     chat_injection_safe_path: str | None = None  # the backend's own safe chat path, if it has one
     not_streamed: int = 0  # probes over STREAM_MAX_CHARS (named in the stream row)
@@ -77,6 +76,13 @@ class BackendResult:
     probes_identical: int = 0
     probes_diverged: int = 0
     probes_declared: int = 0
+
+    @property
+    def chat_injection(self) -> str:
+        """Empty when no injected chat ran, else "unsafe" (any became control tokens) or "safe"."""
+        if not self.chat_injection_counts:
+            return ""
+        return "unsafe" if self.chat_injection_counts.get("unsafe") else "safe"
 
     def tally(self, check: str, outcome: str) -> None:
         counts = self.checks.setdefault(check, {"pass": 0, "fail": 0, "declared": 0})
@@ -330,7 +336,6 @@ class Runner:
         if injected:
             outcome = "raises" if err else "unsafe" if got[0] != want[0] else "safe"
             res.chat_injection_counts[outcome] = res.chat_injection_counts.get(outcome, 0) + 1
-            res.chat_injection = "unsafe" if outcome == "unsafe" or res.chat_injection == "unsafe" else "safe"
             return
         if err:
             self._record(res, backend, "chat", probe, False, err)
@@ -468,7 +473,7 @@ def _absent_row(r: BackendResult) -> Row:
     if r.status == "missing":
         return Row("conformance", r.name, "missing", r.reason, f"install it to check {r.name}: {r.reason}")
     if r.status == "skip":
-        return Row("conformance", r.name, "skip", f"not checked: {r.reason}")
+        return skip("conformance", r.reason, backend=r.name)
     return Row(
         "conformance",
         r.name,

@@ -47,7 +47,7 @@ from stacktok_export import StackTokenizer
 from stacktok_export.export.bytelevel import from_chars, to_chars
 
 from .layout import Exports, gguf_fields
-from .rows import FILES, Row
+from .rows import FILES, Row, skip
 
 T = TypeVar("T")
 SHOWN = 5  # differences named in a message; the total is always given
@@ -208,10 +208,6 @@ def _guarded(
         return [_Diff(f"{name} has an unexpected shape ({type(exc).__name__}: {exc})")]
 
 
-def _skip(check: str, why: str) -> Row:
-    return Row(check, FILES, "skip", why)
-
-
 # -------------------------------------------------------------- tokenizer.json
 def _vocab_diffs(vocab: Any, exp: _Expected) -> list[_Diff]:
     if not isinstance(vocab, dict):
@@ -366,10 +362,10 @@ def _json_row(
     fix: str,
 ) -> Row:
     if hf_dir is None:
-        return _skip(check, "no Hugging Face files (tokenizer.json) in the directory")
+        return skip(check, "no Hugging Face files (tokenizer.json) in the directory")
     path = hf_dir / name
     if not path.is_file():
-        return _skip(check, f"{name} is absent from {hf_dir}")
+        return skip(check, f"{name} is absent from {hf_dir}")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -489,7 +485,7 @@ def _gguf_key_diffs(fields: dict[str, Any], exp: _Expected) -> list[_Diff]:
 def _gguf_rows(path: Path | None, exp: _Expected) -> list[Row]:
     checks = ("surface.gguf_tokens", "surface.gguf_keys")
     if path is None:
-        return [_skip(c, "no .gguf file in or beside the directory") for c in checks]
+        return [skip(c, "no .gguf file in or beside the directory") for c in checks]
     try:
         fields = _read_gguf(path)
     except ImportError:
@@ -534,7 +530,7 @@ def _tiktoken_diffs(data: bytes, exp: _Expected) -> list[_Diff]:
 def _tiktoken_row(path: Path | None, exp: _Expected) -> Row:
     check = "surface.tiktoken"
     if path is None:
-        return _skip(check, "no .tiktoken file in or beside the directory")
+        return skip(check, "no .tiktoken file in or beside the directory")
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -47,6 +47,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from .backends import dist_version
 from .layout import Exports, gguf_fields
 
 BPE_KEYS = (
@@ -88,6 +89,18 @@ class InputError(ValueError):
         self.path, self.where, self.what, self.fix = str(path), where, what, fix
         message = f"{path}: {where}: {what}; {fix}"
         super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
+
+
+def input_errors() -> tuple[type[Exception], ...]:
+    """Every exception that means "bad input" (exit 2, one line): a malformed file here, an
+    unreadable fixture or user file, a directory that is not a tokenizer directory, an artifact
+    the reference refuses. One list for ``stacktok``, ``stacktok gate`` and ``python -m conformance``."""
+    from stacktok_export import ArtifactError
+
+    from .fixtures import FixtureError
+    from .layout import LayoutError
+
+    return (InputError, FixtureError, LayoutError, ArtifactError)
 
 
 def _fail(path: Path | str, where: str, what: str, fix: str) -> NoReturn:
@@ -432,7 +445,7 @@ def _load_with_tokenizers(path: Path) -> None:
                 "fix the field the message names, or re-export with `stacktok export`",
             )
         return
-    version = _dist_version("tokenizers")
+    version = dist_version("tokenizers")
     _fail(
         path,
         "file",
@@ -738,7 +751,7 @@ def _gguf_fields(path: Path) -> dict[str, tuple[Any, str]]:
         _fail(
             path,
             "file",
-            f"gguf {_dist_version('gguf')} cannot read its {Path(path).stat().st_size} bytes "
+            f"gguf {dist_version('gguf')} cannot read its {Path(path).stat().st_size} bytes "
             f"({type(exc).__name__}: {_first_line(str(exc))})",
             "the file is truncated or corrupt: copy it again or rebuild it with `stacktok export`",
         )
@@ -754,15 +767,6 @@ def _check_gguf_array(
         want = "/".join(sorted(element_types)) if len(element_types) < 3 else "integer"
         shown = "untyped" if kind == "?" else kind
         _fail(path, key, f"is {shown}, not an array of {want}", "rebuild the GGUF with `stacktok export`")
-
-
-def _dist_version(name: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "?"
 
 
 # ---------------------------------------------------------------- directory

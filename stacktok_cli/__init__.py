@@ -21,7 +21,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from stacktok_export import ArtifactError, __version__
+from stacktok_export import __version__
 from stacktok_export.cli import UsageError, _Parser, add_commands
 
 EXIT_USAGE, EXIT_INTERNAL = 2, 3
@@ -52,11 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _usage_errors() -> tuple[type[BaseException], ...]:
     """Every exception class that means "bad input" (exit 2), from both packages."""
-    from conformance.fixtures import FixtureError
-    from conformance.layout import LayoutError
-    from conformance.validate import InputError
+    from conformance.validate import input_errors
 
-    return (UsageError, ArtifactError, FixtureError, LayoutError, InputError)
+    return (UsageError, *input_errors())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
