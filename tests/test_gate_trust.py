@@ -61,7 +61,7 @@ def checkpoint(dest: Path, *, gguf: bool = False, tiktoken: bool = True) -> Path
 
 
 def gate(
-    directory: Path, data: dict[str, Path], *extra: str, backends: str = FAST, capsys=None
+    directory: Path, data: dict[str, Path], *extra: str, backends: str = FAST
 ) -> tuple[int, dict | None]:
     report = data["out"] / "report.json"
     report.unlink(missing_ok=True)
@@ -76,10 +76,10 @@ def gate(
         str(data["chats"]),
         "--json",
         str(report),
+        "--backends",
+        backends,
         *extra,
     ]
-    if backends is not None:
-        argv += ["--backends", backends]
     code = stacktok_cli.main(argv)
     return code, (json.loads(report.read_text()) if report.is_file() else None)
 
