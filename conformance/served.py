@@ -439,29 +439,18 @@ def _excerpt(text: str, n: int = 40) -> str:
     return repr(text if len(text) <= n else text[:n] + "…")
 
 
-class _DriftProxy:
-    """What declarations match the served rows against: backend ``vllm`` at the server's version,
-    splitting with the HF tokenizer the server loaded (``tokenizers`` over its tokenizer.json)."""
+def _drift_proxy(tokenizer_json: Path, server: Server) -> Any:
+    """What declarations match the served rows against: the ``tokenizers`` adapter over the
+    tokenizer.json the server loaded, named ``vllm`` at the server's version (vLLM splits text
+    with that same HF tokenizer). None without tokenizers: only id/category declarations apply."""
+    from .backends.tokenizers_backend import TokenizersBackend
 
-    name = "vllm"
-    capabilities = frozenset()
-
-    def __init__(self, tokenizer_json: Path, version: str) -> None:
-        from tokenizers import Tokenizer
-
-        self._tok = Tokenizer.from_file(str(tokenizer_json))
-        self.version = version
-
-    def encode(self, text: str, *, allow_special: bool) -> list[int]:
-        self._tok.encode_special_tokens = not allow_special
-        return self._tok.encode(text, add_special_tokens=False).ids
-
-
-def _drift_proxy(tokenizer_json: Path, server: Server) -> _DriftProxy | None:
     try:
-        return _DriftProxy(tokenizer_json, server.version)
-    except Exception:  # noqa: BLE001 -- without tokenizers, only id/category declarations apply
+        proxy = TokenizersBackend(tokenizer_json, server.version)
+    except Exception:  # noqa: BLE001
         return None
+    proxy.name = "vllm"
+    return proxy
 
 
 def _window(ids: Sequence[int], pos: int) -> list[int]:
