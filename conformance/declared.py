@@ -44,6 +44,7 @@ from .protocol import Backend
 
 UNICODE_TABLES = "unicode_tables"
 LONG_S = "long_s_contraction"
+LONG_S_TEXT = "'\u017f"  # what llama.cpp's '[sS] misses and (?i:'s) case-folds
 #: checks whose outcome depends on the pre-tokenizer's character classes
 SPLIT_CHECKS = ("encode", "trusted")
 CONTRACTIONS = ("'s", "'t", "'re", "'ve", "'m", "'ll", "'d")
@@ -156,9 +157,9 @@ class Declarations:
 
     def explained_by_long_s(self, backend: Backend, text: str, *, trusted: bool) -> bool:
         """``text`` holds ``'ſ`` and, with those ``ſ`` removed, ``backend`` agrees."""
-        if "'\u017f" not in text:
+        if LONG_S_TEXT not in text:
             return False
-        return self._agrees(backend, text.replace("'\u017f", "'"), trusted=trusted)
+        return self._agrees(backend, text.replace(LONG_S_TEXT, "'"), trusted=trusted)
 
     def _agrees(self, backend: Backend, text: str, *, trusted: bool) -> bool:
         want = self.ref.encode(text, allowed_special="all" if trusted else frozenset())

@@ -80,7 +80,7 @@ from stacktok_export.pretokenize import compile_pattern
 from stacktok_export.progress import Progress
 
 from .backends import REFERENCE, REGISTRY, backend_list, load_backend
-from .declared import Declarations
+from .declared import LONG_S, LONG_S_TEXT, Declarations
 from .fixtures import FixtureError, FixtureSet
 from .generators import GENERATORS, GenContext, pick
 from .layout import Exports, LayoutError
@@ -128,30 +128,38 @@ def reference_ids(ref: StackTokenizer, text: str, mode: str) -> list[int]:
 # ---------------------------------------------------- declared divergences
 @dataclass(frozen=True)
 class UnicodeDeclarations:
-    """Which code points a backend's ``unicode_tables`` declaration excuses: the shared rule of
-    :mod:`conformance.declared` (a code point drifts when the backend splits it differently)."""
+    """What a backend's cause declarations excuse in generated text -- the shared rule of
+    :mod:`conformance.declared`: code points the backend splits differently (``unicode_tables``)
+    and ``'ſ`` (``long_s_contraction``)."""
 
-    declarations: Declarations | None
-    backend: Backend | None
+    declarations: Declarations
+    backend: Backend
     declaration: str | None  # id of the backend's unicode_tables declaration, if any
+    long_s: str | None = None  # id of its long_s_contraction declaration, if any
 
     @classmethod
     def for_backend(cls, declarations: Declarations, backend: Backend) -> UnicodeDeclarations:
-        d = declarations.has_cause(backend, "encode")
-        return cls(declarations, backend, d.id if d else None)
+        tables = declarations.has_cause(backend, "encode")
+        long_s = declarations.has_cause(backend, "encode", LONG_S)
+        return cls(declarations, backend, tables.id if tables else None, long_s.id if long_s else None)
 
     def declared_by(self, ch: str) -> str | None:
-        if self.declaration is None or self.declarations is None or self.backend is None:
+        if self.declaration is None:
             return None
         return self.declaration if self.declarations.drifts(self.backend, ch) else None
 
     def strip(self, text: str) -> str:
+        if self.long_s is not None:
+            text = text.replace(LONG_S_TEXT, "'")
         if text.isascii() or self.declaration is None:
             return text
         return "".join(ch for ch in text if self.declared_by(ch) is None)
 
     def first_declaration(self, text: str) -> str | None:
-        return next((d for ch in text if (d := self.declared_by(ch)) is not None), None)
+        found = next((d for ch in text if (d := self.declared_by(ch)) is not None), None)
+        if found is None and self.long_s is not None and LONG_S_TEXT in text:
+            return self.long_s
+        return found
 
 
 # ------------------------------------------------------------------ oracle

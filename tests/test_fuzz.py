@@ -308,6 +308,15 @@ def test_code_points_are_declared_per_backend_and_version(shipped_exports, ctx) 
     assert llama.declared_by("a") is None and llama.declared_by("\u017f") is None
 
 
+def test_long_s_contraction_is_declared_like_the_gate_declares_it(shipped_exports, ctx) -> None:
+    """The gate's long_s_contraction declaration applies to generated text too (one rule)."""
+    llama = oracle_for("llama.cpp", shipped_exports, ctx).decl
+    tik = oracle_for("tiktoken", shipped_exports, ctx).decl
+    assert llama.strip("it'\u017ft x") == "it't x"  # noqa: B005 -- UnicodeDeclarations.strip, not str.strip
+    assert llama.first_declaration("it'\u017ft x") == "llama.cpp-long-s-contraction"
+    assert tik.strip("it'\u017ft x") == "it'\u017ft x" and tik.first_declaration("it'\u017ft") is None  # noqa: B005
+
+
 def test_new_code_point_divergence_is_declared(shipped_exports, ctx) -> None:
     oracle = oracle_for("llama.cpp", shipped_exports, ctx)
     ex = fuzz.Example(0, "codepoints", "x\u1c89's", (fuzz.UNTRUSTED,))
