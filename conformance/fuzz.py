@@ -73,7 +73,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stacktok_export import ArtifactError, StackTokenizer
+from stacktok_export import StackTokenizer
 from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
 from stacktok_export.pretokenize import compile_pattern
@@ -81,12 +81,13 @@ from stacktok_export.progress import Progress
 
 from .backends import REFERENCE, REGISTRY, backend_list, load_backend
 from .declared import LONG_S, LONG_S_TEXT, Declarations
-from .fixtures import FixtureError, FixtureSet
+from .fixtures import FixtureSet
 from .generators import GENERATORS, GenContext, pick
-from .layout import Exports, LayoutError
+from .layout import Exports
 from .protocol import Backend, BackendMissing, Capability
 from .rows import Row, exit_code
 from .runner import first_window
+from .validate import input_errors, validate_directory
 
 UNTRUSTED, TRUSTED = "untrusted", "trusted"
 MODES = (UNTRUSTED, TRUSTED)
@@ -499,8 +500,9 @@ def _load(config: FuzzConfig, say: Callable[[str], None]) -> Loaded:
         exports = Exports.discover(config.directory, artifact=config.artifact)
         if exports.hf_dir is None and exports.gguf is None and exports.tiktoken is None:
             raise FuzzUsageError(f"{config.directory} has no tokenizer.json, *.gguf or *.tiktoken to fuzz")
+        validate_directory(exports, directory=config.directory)  # malformed files: exit 2, as in the gate
         fixtures = FixtureSet.load()
-    except (ArtifactError, LayoutError, FixtureError) as exc:
+    except input_errors() as exc:
         raise FuzzUsageError(str(exc)) from None
     loaded: list[tuple[Backend, BackendRun]] = []
     unloaded: list[BackendRun] = []

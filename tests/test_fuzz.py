@@ -388,10 +388,25 @@ def test_unknown_backend_is_a_usage_error(capsys) -> None:
     assert exc.value.code == 2
 
 
-def test_export_a_backend_cannot_load_fails_with_the_reason(tmp_path: Path, capsys) -> None:
-    directory = hf_copy(tmp_path / "broken", lambda d: d["model"]["merges"].append("Ġ zzqqzz"))
+def test_export_a_backend_cannot_load_fails_with_the_reason(tmp_path: Path, monkeypatch) -> None:
+    """A well-formed file that the library itself refuses (llama.cpp: an unknown tokenizer model);
+    a malformed one is exit 2 before anything runs (next test)."""
+    directory = tmp_path / "broken"
+    directory.mkdir()
+    monkeypatch.setattr(gguf_fmt, "TOKENIZER_MODEL", "no-such-model")
+    (directory / "x.gguf").write_bytes(gguf_fmt.gguf_bytes(load_tokenizer(SHIPPED)))
+    monkeypatch.undo()
     code, probes, stdout, _ = run_fuzz(
-        directory, tmp_path / "cx.jsonl", "--backends", "tokenizers", "--examples", "10"
+        directory, tmp_path / "cx.jsonl", "--backends", "llama.cpp", "--examples", "10"
     )
     assert code == 1 and probes == []
     assert "error: cannot load the export" in stdout and "fix the export" in stdout
+
+
+def test_malformed_directory_is_exit_2_before_anything_runs(tmp_path: Path, capsys) -> None:
+    d = tmp_path / "bad-hf"
+    shutil.copytree(SHIPPED_HF, d)
+    (d / "tokenizer.json").write_text("{not json")
+    assert fuzz.cli([str(d), "--quiet", "--examples", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "tokenizer.json" in err and "not valid JSON" in err and "Traceback" not in err
