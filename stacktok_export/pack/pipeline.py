@@ -247,18 +247,22 @@ def _write(
     before = [sum(sizes[:k]) for k in range(len(sizes))]
     with Progress(quiet=opts.quiet) as progress:
         bar = progress.bar("pack", -(-sum(sizes) // 1_000_000), unit="MB")
-        for e in results:
-            if e.mismatch is not None:
-                raise PackMismatch(e.mismatch.message(head["encoder"]["fast"]))
-            start = 0
-            for i, n in enumerate(e.lengths.tolist()):
-                ids = e.ids[start : start + n]
-                start += n
-                shard = writer.add(ids, source=e.source, number=int(e.numbers[i]), counts=_counts(e, i))
-                if shard is not None:
-                    shards.append(shard)
-                    write_text_atomic(out / JOURNAL, _dumps({**head, "shards": shards}))
-            bar.set(min(before[e.source] + e.consumed, sum(sizes)) // 1_000_000)
+        try:
+            for e in results:
+                if e.mismatch is not None:
+                    raise PackMismatch(e.mismatch.message(head["encoder"]["fast"]))
+                start = 0
+                for i, n in enumerate(e.lengths.tolist()):
+                    ids = e.ids[start : start + n]
+                    start += n
+                    shard = writer.add(ids, source=e.source, number=int(e.numbers[i]), counts=_counts(e, i))
+                    if shard is not None:
+                        shards.append(shard)
+                        write_text_atomic(out / JOURNAL, _dumps({**head, "shards": shards}))
+                bar.set(min(before[e.source] + e.consumed, sum(sizes)) // 1_000_000)
+        except BaseException:
+            bar.close(line=False)  # the error is the line the user needs
+            raise
         if writer.documents:
             shards.append(writer.flush())
         bar.set(bar.total)
