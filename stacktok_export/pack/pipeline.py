@@ -206,15 +206,10 @@ def pack(
 ) -> dict[str, Any]:
     """Pack ``inputs`` (paths, already expanded) into ``out``; return the manifest."""
     opts = options or PackOptions()
-    opts.check()
+    _preflight(inputs, Path(out), opts)
     out_dir = Path(out)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise PackError(f"--out {out_dir} is a file; give a directory")
-    if not inputs:
-        raise PackError("no inputs: give files or globs to pack")
     artifact = str(Path(opts.artifact) if opts.artifact else shipped_artifact_path())
-    tok = load_tokenizer(artifact)
-    head = header(tok, describe_inputs(inputs), opts)
+    head = header(load_tokenizer(artifact), describe_inputs(inputs), opts)
     state, shards = _resume_state(out_dir, head)
     if state == "done":
         return _read_json(out_dir / MANIFEST)
@@ -233,6 +228,18 @@ def pack(
     write_text_atomic(out_dir / MANIFEST, _dumps(manifest))
     (out_dir / JOURNAL).unlink(missing_ok=True)
     return manifest
+
+
+def _preflight(inputs: Sequence[str], out: Path, opts: PackOptions) -> None:
+    opts.check()
+    if not inputs:
+        raise PackError("no inputs: give files or globs to pack")
+    if out.exists() and not out.is_dir():
+        raise PackError(f"--out {out} is a file; give a directory")
+    try:
+        import tiktoken  # noqa: F401 -- the fast encoder
+    except ImportError:
+        raise PackError("stacktok pack encodes with tiktoken: pip install 'stacktok[pack]'") from None
 
 
 def _write(
