@@ -63,27 +63,31 @@ class DriftCache:
     ref: StackTokenizer
     encode: Callable[[str], Sequence[int]]
     shape: Shape | None = None
-    _known: dict[str, bool] = field(default_factory=dict)
+    _safe: set[str] = field(default_factory=lambda: {chr(c) for c in range(128)})
+    _drifting: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         if self.shape is None:
             self.shape = choose_shape(self.ref)
 
     def drifts(self, ch: str) -> bool:
-        if ch.isascii():
+        if ch in self._safe:
             return False
-        got = self._known.get(ch)
-        if got is None:
-            text = self.shape.text(ch)  # type: ignore[union-attr]
-            try:
-                got = list(self.encode(text)) != self.ref.encode(text)
-            except Exception:  # noqa: BLE001 -- an encoder raising on the shape is a difference
-                got = True
-            self._known[ch] = got
+        if ch in self._drifting:
+            return True
+        text = self.shape.text(ch)  # type: ignore[union-attr]
+        try:
+            got = list(self.encode(text)) != self.ref.encode(text)
+        except Exception:  # noqa: BLE001 -- an encoder raising on the shape is a difference
+            got = True
+        (self._drifting if got else self._safe).add(ch)
         return got
 
     def any_drift(self, text: str) -> bool:
-        """Whether ``text`` holds a drifting code point (ASCII text never does)."""
+        """Whether ``text`` holds a drifting code point (set operations in C for the known ones)."""
         if text.isascii():
             return False
-        return any(self.drifts(ch) for ch in set(text))
+        chars = set(text)
+        if chars <= self._safe:
+            return False
+        return any(self.drifts(ch) for ch in chars - self._safe)
