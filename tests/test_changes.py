@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import changes
 from conformance import __main__ as conformance_main
+from conformance import changes
 from conformance.backends import tokenizers_backend
 from conformance.report import support_matrix
 
@@ -68,7 +68,10 @@ def test_a_planted_regression_is_named_with_its_first_probe_and_exits_1(
     assert "tokenizers 0.23" in out and "REGRESSION" in out
     assert f"newly failing: encode (first differing probe {probe})" in out
     assert "needs a declaration in fixtures/divergences.jsonl or a fix: encode" in out
-    texts = {json.loads(line)["id"]: json.loads(line)["text"] for line in (ROOT / "fixtures" / "probes.jsonl").open()}
+    texts = {
+        json.loads(line)["id"]: json.loads(line)["text"]
+        for line in (ROOT / "fixtures" / "probes.jsonl").open()
+    }
     assert "def " in texts[probe]  # the first differing probe is one the patch changed
 
 
@@ -79,7 +82,9 @@ def _row(**kw) -> dict:
 
 
 def test_default_stale_newly_passing_and_versions_are_each_named() -> None:
-    base = _row(result="diverges", checks={"encode": {"pass": 4, "fail": 1, "declared": 0}}, env={"regex": "1"})
+    base = _row(
+        result="diverges", checks={"encode": {"pass": 4, "fail": 1, "declared": 0}}, env={"regex": "1"}
+    )
     new = _row(version="0.15.0", default="unsafe", stale=["tiktoken-x"], env={"regex": "2"})
     text, code = changes.report([new], [base], defaults={"tiktoken": "raises"})
     assert code == 1  # a stale declaration is not conformance
@@ -109,8 +114,17 @@ def test_an_unreadable_rows_file_is_one_line_and_exit_2(tmp_path: Path, capsys) 
 
 def test_the_committed_rows_render_the_committed_matrix_and_readme() -> None:
     rows = changes.load_rows(changes.BASELINE)
-    assert {r["backend"] for r in rows} >= {"tokenizers", "tiktoken", "transformers", "llama.cpp", "vllm", "trl"}
-    assert all(r["env"].get("python") and r["env"].get(r["backend"].split("-")[0], r["version"]) for r in rows)
+    assert {r["backend"] for r in rows} >= {
+        "tokenizers",
+        "tiktoken",
+        "transformers",
+        "llama.cpp",
+        "vllm",
+        "trl",
+    }
+    assert all(
+        r["env"].get("python") and r["env"].get(r["backend"].split("-")[0], r["version"]) for r in rows
+    )
     table = support_matrix(rows)
     assert (ROOT / "conformance" / "SUPPORT_MATRIX.md").read_text(encoding="utf-8") == table
     assert f"<!-- support-matrix -->\n{table}<!-- /support-matrix -->" in (ROOT / "README.md").read_text()

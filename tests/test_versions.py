@@ -24,14 +24,26 @@ def tiny_wheel(directory: Path, name: str, version: str) -> Path:
     info = f"{name}-{version}.dist-info"
     with zipfile.ZipFile(path, "w") as z:
         z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
         z.writestr(f"{info}/RECORD", "")
     return path
 
 
 def test_flags_split_versions_update_index_and_the_rest(tmp_path: Path) -> None:
     flags = parse_flags(
-        ["--transformers", "5.25.0", "--vllm", "latest", "--update", "--find-links", str(tmp_path), "--probes", "p.jsonl"]
+        [
+            "--transformers",
+            "5.25.0",
+            "--vllm",
+            "latest",
+            "--update",
+            "--find-links",
+            str(tmp_path),
+            "--probes",
+            "p.jsonl",
+        ]
     )
     assert flags.named == {"transformers": "5.25.0", "vllm": "latest"}
     assert flags.update
@@ -82,7 +94,9 @@ def test_latest_of_a_package_the_index_lacks_says_so(tmp_path: Path) -> None:
 
 def test_cpu_overrides_pin_the_disk_torch_and_drop_gpu_only_packages(tmp_path: Path) -> None:
     torch = tmp_path / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
-    resolution = "numpy==2.3.5\nnvidia-nvvm==13.5.37\ntorch @ file:///x.whl\ntriton==3.9.0\ntokenizers==0.23.3\n"
+    resolution = (
+        "numpy==2.3.5\nnvidia-nvvm==13.5.37\ntorch @ file:///x.whl\ntriton==3.9.0\ntokenizers==0.23.3\n"
+    )
     gpu = versions.gpu_only_in(resolution)
     assert gpu == ["nvidia-nvvm", "triton"]
     lines = versions.cpu_overrides(torch, gpu).splitlines()
