@@ -290,6 +290,58 @@ def served(session: nox.Session) -> None:
     session.run("pytest", "-q", "-m", "served", "tests/test_served.py", *flags.rest)
 
 
+#: `nox -s floor`: the oldest release each bisection considers (older ones have no CPython 3.11 wheels)
+FLOOR_SINCE = {
+    "tokenizers": "0.13.0",
+    "transformers": "4.40.0",
+    "tiktoken": "0.4.0",
+    "llama-cpp-python": "0.3.16",
+}
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("package", list(FLOOR_SINCE), ids=list(FLOOR_SINCE))
+def floor(session: nox.Session, package: str) -> None:
+    """Bisect the released versions for the oldest that conforms; record it in the support matrix.
+
+    Not in CI: each tried release is one install and one run (llama-cpp-python builds each from source).
+    """
+    import json
+
+    versions = _versions()
+    flags = row_flags(session)
+    try:
+        candidates = versions.released_versions(package, since=FLOOR_SINCE[package], index=flags.index)
+    except versions.VersionError as exc:
+        session.error(str(exc))
+    rows = Path(session.create_tmp()) / "floor.jsonl"
+
+    def passes(version: str) -> bool:
+        try:
+            install_row(
+                session, versions.Resolved(package, version, version, f"{package}=={version}"), flags.index
+            )
+        except nox.command.CommandFailed:
+            session.log(f"{package} {version}: does not install here (counted as not conforming)")
+            return False
+        backends = versions.PACKAGES[package]
+        session.run(
+            "python", "-m", "conformance", "--quiet", "--backends", f"reference,{backends}",
+            "--matrix", str(rows), success_codes=[0, 1, 2], env={"TRANSFORMERS_VERBOSITY": "error"},
+        )  # fmt: skip
+        results = [json.loads(line) for line in rows.read_text().splitlines()]
+        ok = all(r["result"].startswith("conforms") for r in results if r["backend"] != "reference")
+        session.log(f"{package} {version}: {'conforms' if ok else 'does not conform'}")
+        return ok
+
+    found, tried = versions.bisect_oldest(candidates, passes)
+    result = rows.with_name("floor.json")
+    result.write_text(
+        json.dumps({"package": package, "floor": found, "since": FLOOR_SINCE[package], "tried": tried})
+    )
+    session.run("python", "-m", "conformance.changes", "--floor", str(result))
+
+
 @nox.session(python=PYTHON)
 def matrix(session: nox.Session) -> None:
     """Accept .nox/matrix/rows into conformance/support_matrix.jsonl, SUPPORT_MATRIX.md and the README."""

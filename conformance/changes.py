@@ -32,6 +32,7 @@ from .report import support_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "conformance" / "support_matrix.jsonl"
+FLOORS_NAME = "floors.json"  # beside the baseline: package -> oldest conforming release (nox -s floor)
 DEFAULTS = ROOT / "fixtures" / "defaults.json"
 REFERENCE = "reference"
 Row = dict[str, Any]
@@ -164,16 +165,32 @@ def _version_key(version: str) -> tuple:
     )
 
 
+def render(rows: Sequence[Row], floors: dict[str, dict[str, Any]]) -> str:
+    """The Markdown matrix, then the bisected floors when ``nox -s floor`` has recorded any."""
+    table = support_matrix(rows)
+    if floors:
+        found = ", ".join(
+            f"{p} {f['floor'] or 'none found'} ({len(f['tried'])} releases tried since {f['since']})"
+            for p, f in sorted(floors.items())
+        )
+        table += f"\nOldest conforming release, bisected over released versions (`nox -s floor`): {found}.\n"
+    return table
+
+
+def load_floors(baseline: Path = BASELINE) -> dict[str, dict[str, Any]]:
+    path = baseline.with_name(FLOORS_NAME)
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
 def write_matrix(
     rows: Sequence[Row], *, baseline: Path = BASELINE, readme: Path = ROOT / "README.md"
 ) -> None:
     """support_matrix.jsonl, SUPPORT_MATRIX.md beside it, and the README's marked block, atomically."""
     from stacktok_export._atomic import write_text_atomic
 
-    write_text_atomic(
-        baseline, "".join(json.dumps(r, sort_keys=True, ensure_ascii=True) + "\n" for r in rows)
-    )
-    table = support_matrix(rows)
+    lines = [json.dumps(r, sort_keys=True, ensure_ascii=True) + "\n" for r in rows]
+    write_text_atomic(baseline, "".join(lines))
+    table = render(rows, load_floors(baseline))
     write_text_atomic(baseline.with_name("SUPPORT_MATRIX.md"), table)
     start, end = "<!-- support-matrix -->\n", "<!-- /support-matrix -->"
     text = readme.read_text(encoding="utf-8") if readme.exists() else ""
@@ -184,9 +201,10 @@ def write_matrix(
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m conformance.changes", description=__doc__.splitlines()[0])
-    p.add_argument("rows", nargs="+", type=Path, help="JSONL rows from python -m conformance --matrix")
+    p.add_argument("rows", nargs="*", type=Path, help="JSONL rows from python -m conformance --matrix")
     p.add_argument("--baseline", type=Path, default=BASELINE)
     p.add_argument("--update", action="store_true", help="accept the rows into the baseline and the matrix")
+    p.add_argument("--floor", type=Path, default=None, help="a bisection result (nox -s floor) to record")
     args = p.parse_args(argv)
     try:
         baseline = load_rows(args.baseline) if args.baseline.exists() else []
@@ -195,6 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RowsError, json.JSONDecodeError, OSError) as exc:
         print(f"conformance.changes: error: {exc}", file=sys.stderr)
         return 2
+    readme = args.baseline.parent.parent / "README.md"
+    if args.floor:
+        return record_floor(args.floor, baseline=args.baseline, rows=baseline, readme=readme)
     text, code = report(rows, baseline, defaults=defaults)
     print(text, end="")
     if args.update:
@@ -204,6 +225,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"accepted {len(rows)} row(s) into {args.baseline} and SUPPORT_MATRIX.md")
         return 0
     return code
+
+
+def record_floor(result: Path, *, baseline: Path, rows: Sequence[Row], readme: Path) -> int:
+    """Add one ``{"package", "floor", "since", "tried"}`` result to floors.json and re-render."""
+    from stacktok_export._atomic import write_text_atomic
+
+    found = json.loads(result.read_text(encoding="utf-8"))
+    floors = {**load_floors(baseline), found["package"]: {k: found[k] for k in ("floor", "since", "tried")}}
+    write_text_atomic(baseline.with_name(FLOORS_NAME), json.dumps(floors, indent=2, sort_keys=True) + "\n")
+    write_matrix(rows, baseline=baseline, readme=readme)
+    print(f"{found['package']}: oldest conforming release {found['floor']}; recorded in {FLOORS_NAME}")
+    return 0
 
 
 if __name__ == "__main__":

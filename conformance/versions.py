@@ -184,3 +184,49 @@ def gpu_only_in(resolution: str) -> list[str]:
 
 def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def released_versions(package: str, *, since: str, index: tuple[str, ...] = ()) -> list[str]:
+    """Final releases of ``package`` from ``since`` on, oldest first (``pip index versions``)."""
+    from packaging.version import InvalidVersion, Version
+
+    cmd = [sys.executable, "-m", "pip", "index", "versions", package, *index]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    line = next((x for x in out.stdout.splitlines() if x.startswith("Available versions:")), None)
+    if line is None:
+        why = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise VersionError(f"cannot list the releases of {package} on the package index: {why}")
+    found = []
+    for v in line.split(":", 1)[1].split(","):
+        try:
+            parsed = Version(v.strip())
+        except InvalidVersion:
+            continue
+        if not parsed.is_prerelease and parsed >= Version(since):
+            found.append(parsed)
+    return [str(v) for v in sorted(found)]
+
+
+def bisect_oldest(candidates: list[str], passes) -> tuple[str | None, dict[str, bool]]:
+    """The oldest of ``candidates`` (oldest first) for which ``passes(version)`` holds, by bisection.
+
+    Assumes that once a release passes every newer one does (checked at both ends: the newest
+    must pass, else there is no floor). Returns (floor or None, every version tried -> verdict).
+    """
+    tried: dict[str, bool] = {}
+
+    def check(v: str) -> bool:
+        if v not in tried:
+            tried[v] = bool(passes(v))
+        return tried[v]
+
+    if not candidates or not check(candidates[-1]):
+        return None, tried
+    lo, hi = 0, len(candidates) - 1  # candidates[hi] passes
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if check(candidates[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return candidates[hi], tried

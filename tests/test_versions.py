@@ -107,3 +107,12 @@ def test_cpu_overrides_pin_the_disk_torch_and_drop_gpu_only_packages(tmp_path: P
 def test_no_cpu_torch_wheel_is_an_error_naming_where_it_looked(tmp_path: Path) -> None:
     with pytest.raises(VersionError, match=f"no CPU torch wheel .* in {tmp_path}"):
         versions.cpu_torch_wheel((tmp_path,))
+
+
+@pytest.mark.parametrize("floor_at", range(8))
+def test_bisection_finds_the_oldest_passing_release_in_few_tries(floor_at: int) -> None:
+    releases = [f"1.{i}.0" for i in range(7)]
+    floor, tried = versions.bisect_oldest(releases, lambda v: releases.index(v) >= floor_at)
+    assert floor == (releases[floor_at] if floor_at < 7 else None)
+    assert len(tried) <= 4  # the newest, then log2(7) halvings
+    assert all(ok == (releases.index(v) >= floor_at) for v, ok in tried.items())
