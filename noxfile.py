@@ -342,14 +342,15 @@ def floor(session: nox.Session, package: str) -> None:
     session.run("python", "-m", "conformance.changes", "--floor", str(result))
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=False)  # .nox/matrix is where rows are kept, so this session has no venv of its own
 def matrix(session: nox.Session) -> None:
     """Accept .nox/matrix/rows into conformance/support_matrix.jsonl, SUPPORT_MATRIX.md and the README."""
     files = sorted(str(p) for p in ROWS_DIR.glob("*.jsonl"))
     if not files:
         session.error("no conformance rows in .nox/matrix/rows: run `nox -s conformance` first")
-    install_project(session)
-    session.run("python", "-m", "conformance.changes", "--update", *files)
+    uv = _versions().uv_binary()
+    run = (uv, "run", "--no-project", "--python", PYTHON, "--with-editable", ".", "python")
+    session.run(*run, "-m", "conformance.changes", "--update", *files, external=True)
 
 
 @nox.session(python=PYTHON)
