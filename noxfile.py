@@ -9,6 +9,7 @@ machine. Pass pytest arguments after ``--``: ``nox -s tests -- -k chat``.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -194,8 +195,8 @@ def forget_other_release(session: nox.Session, requirement: str) -> None:
     stamp = Path(session.virtualenv.location) / "stacktok-row.txt"
     if stamp.exists() and stamp.read_text() != requirement:
         uv, python = _versions().uv_binary(), str(Path(session.bin) / "python")
-        frozen = str(session.run(uv, "pip", "freeze", "--python", python, silent=True, external=True))
-        names = [line.split("==")[0].split(" @ ")[0] for line in frozen.splitlines() if line[:1].isalnum()]
+        frozen = str(session.run(uv, "pip", "freeze", "-q", "--python", python, silent=True, external=True))
+        names = [m.group(1) for m in re.finditer(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==| @ )", frozen, re.M)]
         if names:
             session.run(uv, "pip", "uninstall", "--python", python, *names, external=True)
     stamp.write_text(requirement)
