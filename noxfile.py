@@ -8,6 +8,7 @@ machine. Pass pytest arguments after ``--``: ``nox -s tests -- -k chat``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -241,10 +242,16 @@ def conformance(session: nox.Session, row: str) -> None:
         value = flags.named[package]
     resolved = resolve_row(session, package, value, flags.index)
     slot = resolved.slot if flags.named else row
-    install_row(session, resolved, flags.index)
     ROWS_DIR.mkdir(parents=True, exist_ok=True)
     rows = ROWS_DIR / f"{slot}.jsonl"
     backends = _versions().PACKAGES[package]
+    try:
+        install_row(session, resolved, flags.index)
+    except nox.command.CommandFailed as exc:  # the row says why, never a silent skip
+        why = f"{package} {resolved.version} cannot be installed here ({exc.reason}; see the output above)"
+        unusable = {"version": resolved.version, "result": "cannot install", "reason": why, "slot": slot}
+        rows.write_text("".join(json.dumps({"backend": b, **unusable}) + "\n" for b in backends.split(",")))
+        session.error(why)
     env = {"VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     session.run(
         "python", "-m", "conformance", "--quiet", "--backends", f"reference,{backends}",
@@ -307,8 +314,6 @@ def floor(session: nox.Session, package: str) -> None:
 
     Not in CI: each tried release is one install and one run (llama-cpp-python builds each from source).
     """
-    import json
-
     versions = _versions()
     flags = row_flags(session)
     try:
