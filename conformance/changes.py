@@ -173,7 +173,10 @@ def render(rows: Sequence[Row], floors: dict[str, dict[str, Any]]) -> str:
             f"{p} {f['floor'] or 'none found'} ({len(f['tried'])} releases tried since {f['since']})"
             for p, f in sorted(floors.items())
         )
-        table += f"\nOldest conforming release, bisected over released versions (`nox -s floor`): {found}.\n"
+        table += (
+            "\nFloors bisected over released versions (`nox -s floor`; the oldest release that conforms, "
+            f"assuming every newer one does too): {found}.\n"
+        )
     return table
 
 
