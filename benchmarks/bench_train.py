@@ -24,11 +24,11 @@ import time
 
 CHILD = r"""
 import json, sys, time
-from stacktok_export.cli import _read_blocks
+from stacktok_export.corpus import text_blocks
 path, vocab, which = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 from stacktok_export import SPECIAL_TOKENS, SPLIT_PATTERN
 t0 = time.perf_counter()
-docs = _read_blocks(path)
+docs = text_blocks(path)
 if which == "stacktok":
     from stacktok_export import StackTokenizer
     tok = StackTokenizer()

@@ -56,11 +56,12 @@ import regex
 from stacktok_export import ArtifactError, StackTokenizer
 from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
+from stacktok_export.drift import Shape, choose_shape
 from stacktok_export.export.bytelevel import from_chars
 from stacktok_export.pretokenize import LLAMA3_PATTERN, engine_info
 from stacktok_export.progress import Progress
 
-from .declared import UNICODE_TABLES, Shape, choose_shape
+from .declared import UNICODE_TABLES
 from .fixtures import FIXTURES, FixtureError, load_divergences, version_matches
 from .layout import Exports
 from .protocol import BackendMissing

@@ -33,11 +33,12 @@ from __future__ import annotations
 import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from functools import partial
 
 import regex
 
 from stacktok_export import StackTokenizer
+from stacktok_export.drift import DriftCache, choose_shape
 
 from .fixtures import Divergence, Probe, version_matches
 from .protocol import Backend
@@ -47,38 +48,7 @@ LONG_S = "long_s_contraction"
 LONG_S_TEXT = "'\u017f"  # what llama.cpp's '[sS] misses and (?i:'s) case-folds
 #: checks whose outcome depends on the pre-tokenizer's character classes
 SPLIT_CHECKS = ("encode", "trusted")
-CONTRACTIONS = ("'s", "'t", "'re", "'ve", "'m", "'ll", "'d")
 BLOCK = 256  # code points per drift-scan block
-
-
-@dataclass(frozen=True)
-class Shape:
-    """Per code point ``c``: ``" {c}'s{c}000"``.
-
-    ``{c}'s`` keeps the contraction token only if ``c`` is a letter, number or
-    space (otherwise ``c'`` is one punctuation run); ``{c}000`` keeps the
-    ``000`` token only if ``c`` is not a number (otherwise ``c00`` + ``0``).
-    Both pieces are single tokens in a trained vocabulary (``strong``), so a
-    different classification always changes the ids. Shapes are independent:
-    a block's ids are the concatenation of its shapes' ids.
-    """
-
-    contraction: str = "'s"
-    digits: str = "000"
-    strong: bool = True
-
-    def text(self, ch: str) -> str:
-        return f" {ch}{self.contraction}{ch}{self.digits}"
-
-    def block(self, cps: Sequence[int]) -> str:
-        return "".join(self.text(chr(c)) for c in cps)
-
-
-def choose_shape(tok: StackTokenizer) -> Shape:
-    """The contraction and digit triple that are single tokens of ``tok``."""
-    one = [c for c in CONTRACTIONS if len(tok.encode(c)) == 1]
-    three = [d * 3 for d in "0123456789" if len(tok.encode(d * 3)) == 1]
-    return Shape(one[0] if one else "'s", three[0] if three else "000", bool(one and three))
 
 
 def applies(d: Divergence, *, backend: str, version: str, check: str) -> bool:
@@ -92,28 +62,22 @@ class Declarations:
         self.divergences = list(divergences)
         self.ref = ref
         self.shape = choose_shape(ref)
-        self._drift: dict[str, dict[str, bool]] = {}
+        self._drift: dict[str, DriftCache] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ code points
     def drifts(self, backend: Backend, ch: str) -> bool:
         """Whether ``backend`` splits text around ``ch`` differently from the reference."""
-        if ch.isascii():
-            return False
-        cache = self._cache(backend)
-        if ch not in cache:
-            text = self.shape.text(ch)
-            try:
-                got = list(backend.encode(text, allow_special=False))
-            except Exception:  # noqa: BLE001 -- a backend raising on the shape is a difference
-                got = None
-            cache[ch] = got != self.ref.encode(text)
-        return cache[ch]
+        return self._cache(backend).drifts(ch)
 
-    def _cache(self, backend: Backend) -> dict[str, bool]:
+    def _cache(self, backend: Backend) -> DriftCache:
         key = f"{backend.name}@{backend.version}"
         with self._lock:
-            return self._drift.setdefault(key, {})
+            cache = self._drift.get(key)
+            if cache is None:
+                encode = partial(backend.encode, allow_special=False)
+                cache = self._drift[key] = DriftCache(self.ref, encode, self.shape)
+            return cache
 
     def drifting(self, backend: Backend, text: str) -> set[str]:
         return {ch for ch in set(text) if self.drifts(backend, ch)}

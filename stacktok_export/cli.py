@@ -1,7 +1,8 @@
-"""The ``stacktok`` command line: train, info, encode, decode, export, gate.
+"""The ``stacktok`` command line: train, pack, info, encode, decode, export (``stacktok_cli`` adds the suite).
 
-Exit codes: 0 success, 1 a check failed (e.g. ``export --check`` found stale
-files), 2 usage error or unreadable input -- always with a one-line reason.
+Exit codes: 0 success, 1 a check failed (``export --check`` found stale files,
+a pack's fast encoder differed from the reference), 2 usage error or
+unreadable input -- always with a one-line reason.
 
 Out of scope here: the logic itself; every subcommand is a thin wrapper over
 the package API.
@@ -10,7 +11,6 @@ the package API.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import re
 import signal
@@ -24,96 +24,27 @@ from pathlib import Path
 
 from .artifact import ArtifactError
 from .bpe import SPECIAL_TOKENS, VOCAB_SIZE, StackTokenizer, load_tokenizer, shipped_artifact_path
-
-_READ_CHUNK = 8 << 20
+from .corpus import CorpusError, CorpusOptions, expand_inputs, training_texts
 
 
 class UsageError(Exception):
     """Bad arguments or unreadable input: exit 2 with this message."""
 
 
-# ------------------------------------------------------------------- inputs
-def _expand_inputs(inputs: Sequence[str]) -> list[str]:
-    paths: list[str] = []
-    for item in inputs:
-        if item == "-":
-            paths.append("-")
-            continue
-        matches = sorted(glob.glob(item, recursive=True))
-        if not matches and not any(ch in item for ch in "*?["):
-            matches = [item]
-        files = [m for m in matches if Path(m).is_file()]
-        if not files:
-            raise UsageError(f"input {item!r} matches no readable file; check the path or glob")
-        paths.extend(files)
-    return paths
-
-
-def _safe_cut(text: str) -> int:
-    """Index just after the last newline that is followed by a letter, or -1.
-
-    Under the Llama-3 pattern a newline never joins a following letter, so a
-    cut there splits no pre-token: streaming in blocks trains exactly as if
-    the file had been read whole.
-    """
-    end = len(text)
-    while (i := text.rfind("\n", 0, end)) >= 0:
-        if i + 1 < len(text) and text[i + 1].isalpha():
-            return i + 1
-        end = i
-    return -1
-
-
-def _read_blocks(path: str) -> Iterator[str]:
-    """Blocks of about 8 MiB, cut only at pre-token boundaries (see ``_safe_cut``)."""
-    carry = ""
-    for block in _raw_blocks(path):
-        text = carry + block
-        cut = _safe_cut(text)
-        if cut <= 0:
-            carry = text
-            continue
-        carry = text[cut:]
-        yield text[:cut]
-    if carry:
-        yield carry
-
-
-def _raw_blocks(path: str) -> Iterator[str]:
-    if path == "-":
-        while block := sys.stdin.read(_READ_CHUNK):
-            yield block
-        return
+def _inputs(items: Sequence[str]) -> list[str]:
     try:
-        with open(path, encoding="utf-8") as f:
-            while block := f.read(_READ_CHUNK):
-                yield block
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path} is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        return expand_inputs(items)
+    except CorpusError as exc:
+        raise UsageError(str(exc)) from None
 
 
-def stream_sample(paths: Sequence[str], *, max_bytes: int | None = None) -> Iterator[str]:
-    """Yield text blocks from ``paths`` in order, stopping at exactly ``max_bytes``.
-
-    The last block is cut at the budget, backed off to the last space so no
-    word is split, and a split UTF-8 sequence is dropped rather than replaced.
-    """
-    total = 0
-    for path in paths:
-        for block in _read_blocks(path):
-            raw = block.encode("utf-8")
-            if max_bytes is None or total + len(raw) <= max_bytes:
-                total += len(raw)
-                yield block
-                continue
-            keep = raw[: max_bytes - total]
-            cut = keep.rfind(b" ")
-            if cut > 0:
-                keep = keep[:cut]
-            yield keep.decode("utf-8", errors="ignore")
-            return
+def _corpus_options(args: argparse.Namespace) -> CorpusOptions:
+    try:
+        return CorpusOptions(
+            text_docs=args.text_docs, field=args.field, column=args.column, errors=args.errors
+        )
+    except CorpusError as exc:
+        raise UsageError(str(exc)) from None
 
 
 # ------------------------------------------------------------------ commands
@@ -123,19 +54,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
     _check_out_file(Path(args.out), flag="--out")
-    paths = _expand_inputs(args.inputs)
+    paths = _inputs(args.inputs)
     from .trainer import ProgressBar
 
     tok = StackTokenizer(name=Path(args.out).stem)
     start = time.perf_counter()
+    texts = training_texts(paths, options=_corpus_options(args), max_bytes=args.max_bytes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        shortfall = tok.train_from_iterable(
-            stream_sample(paths, max_bytes=args.max_bytes),
-            vocab_size=args.vocab_size,
-            workers=args.workers,
-            progress=None if args.quiet else ProgressBar(),
-        )
+        try:
+            shortfall = tok.train_from_iterable(
+                texts,
+                vocab_size=args.vocab_size,
+                workers=args.workers,
+                progress=None if args.quiet else ProgressBar(),
+            )
+        except CorpusError as exc:
+            raise UsageError(str(exc)) from None
     tok.save(args.out)
     took = time.perf_counter() - start
     print(
@@ -301,6 +236,69 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pack(args: argparse.Namespace) -> int:
+    try:
+        from .pack import EngineError, PackError, PackMismatch, PackOptions, check_pack, pack
+    except ImportError as exc:
+        raise UsageError(f"stacktok pack needs {exc.name}: pip install 'stacktok[pack]'") from None
+
+    try:
+        if args.check:
+            if args.inputs or not args.out:
+                raise UsageError("--check takes the pack directory as --out DIR and no inputs")
+            return _report_check(
+                check_pack(args.out, artifact=args.artifact, rate=_rate(args.verify)), args.out
+            )
+        if not args.out:
+            raise UsageError("--out DIR is required: the directory to write the shards into")
+        options = PackOptions(
+            corpus=_corpus_options(args),
+            shard_tokens=args.shard_tokens,
+            fmt=args.format,
+            keep_empty=args.keep_empty,
+            verify=_rate(args.verify),
+            artifact=args.artifact,
+            engine=args.engine,
+            workers=args.workers,
+            address=args.address,
+            quiet=args.quiet,
+        )
+        with _sigterm_as_exit():
+            manifest = pack(_inputs(args.inputs), args.out, options=options)
+    except (PackError, CorpusError) as exc:
+        raise UsageError(str(exc)) from None
+    except (PackMismatch, EngineError) as exc:
+        print(f"stacktok: pack stopped: {exc}", file=sys.stderr)
+        return 1
+    t = manifest["totals"]
+    print(
+        f"packed {t['documents']:,} documents, {t['tokens']:,} tokens, {t['shards']} shards in {args.out} "
+        f"(verified {t['verified']:,}, reference-encoded {t['reference_encoded']:,}, "
+        f"empty dropped {t['empty_dropped']:,}, invalid UTF-8 skipped {t['invalid_skipped']:,} / "
+        f"replaced {t['invalid_utf8_replaced']:,})"
+    )
+    return 0
+
+
+def _rate(text: str) -> float:
+    if text == "all":
+        return 1.0
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = -1.0
+    if not 0.0 <= rate <= 1.0:
+        raise UsageError(f"--verify takes a fraction in [0, 1] or 'all', got {text!r}")
+    return rate
+
+
+def _report_check(problems: list[str], out: str) -> int:
+    for p in problems:
+        print(f"problem: {p}")
+    print(f"{out}: {'FAIL' if problems else 'OK'} ({len(problems)} problem(s))")
+    return 1 if problems else 0
+
+
 @contextmanager
 def _sigterm_as_exit() -> Iterator[None]:
     """Turn SIGTERM into ``SystemExit(143)`` so ``finally`` blocks run (main thread only)."""
@@ -389,7 +387,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="processes for pre-tokenizing, at least 1 (default: one per core)",
     )
     t.add_argument("--quiet", action="store_true", help="no progress bar (default: show progress)")
+    _add_corpus_arguments(t)
     t.set_defaults(func=cmd_train)
+    _add_pack(sub)
 
     i = sub.add_parser("info", help="show an artifact's vocabulary, specials and fingerprint")
     i.add_argument("artifact", nargs="?", default=None, help="artifact JSON (default: the shipped artifact)")
@@ -429,6 +429,50 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--check", action="store_true", help="verify the exports on disk; write nothing (default: off)"
     )
     x.set_defaults(func=cmd_export)
+
+
+def _add_corpus_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--field", default="text", help="JSON Lines: the document field (default: text)")
+    p.add_argument("--column", default="text", help="Parquet: the document column (default: text)")
+    p.add_argument(
+        "--text-docs",
+        choices=("file", "paragraph"),
+        default="file",
+        help="text files: one document per file, or per blank-line-separated paragraph (default: file)",
+    )
+    p.add_argument(
+        "--errors",
+        choices=("strict", "replace", "skip"),
+        default="strict",
+        help="invalid UTF-8: stop naming file and byte, U+FFFD, or drop the document (default: strict)",
+    )
+
+
+def _add_pack(sub: argparse._SubParsersAction) -> None:
+    k = sub.add_parser("pack", help="encode a corpus into verified uint16 shards (resumable)")
+    k.add_argument("inputs", nargs="*", help="text / .jsonl / .parquet files or globs (.gz read too)")
+    k.add_argument("--out", default=None, help="pack directory to write (or, with --check, to check)")
+    k.add_argument("--artifact", default=None, help="artifact JSON (default: the shipped artifact)")
+    _add_corpus_arguments(k)
+    k.add_argument(
+        "--shard-tokens",
+        type=int,
+        default=100_000_000,
+        help="close a shard at this many tokens (default: 1e8)",
+    )
+    k.add_argument(
+        "--format", choices=("plain", "megatron"), default="plain", help="also write Megatron .idx"
+    )
+    k.add_argument("--keep-empty", action="store_true", help="keep empty documents as <|bos|><|eos|>")
+    k.add_argument(
+        "--verify", default="0.01", help="fraction re-encoded by the reference, or 'all' (default: 0.01)"
+    )
+    k.add_argument("--engine", choices=("local", "ray"), default="local", help="process pool or Ray Data")
+    k.add_argument("--workers", type=int, default=0, help="encoder processes (default: one per core)")
+    k.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
+    k.add_argument("--check", action="store_true", help="re-hash and re-verify the pack in --out DIR")
+    k.add_argument("--quiet", action="store_true", help="no progress bar")
+    k.set_defaults(func=cmd_pack)
 
 
 def build_parser() -> argparse.ArgumentParser:

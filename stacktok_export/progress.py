@@ -99,12 +99,13 @@ class Bar:
                 step, self.done = done - self.done, done
                 self._owner._changed(self, step)
 
-    def close(self) -> None:
-        """The work is over: remove the bar and write its "done" line (once)."""
+    def close(self, *, line: bool = True) -> None:
+        """The work is over: remove the bar and write its "done" line (once; none if ``line=False``,
+        e.g. when an error message follows)."""
         with self._owner._lock:
             if not self.closed:
                 self.closed = True
-                self._owner._finished(self)
+                self._owner._finished(self, line=line)
 
     def __enter__(self) -> Bar:
         return self
@@ -138,7 +139,7 @@ class _NullBar(Bar):
     def set(self, done: int) -> None:
         pass
 
-    def close(self) -> None:
+    def close(self, *, line: bool = True) -> None:
         self.closed = True
 
 
@@ -233,10 +234,11 @@ class Progress:
             handle._last_line = now
             self._line(PREFIX + handle.status_line())
 
-    def _finished(self, handle: Bar) -> None:
+    def _finished(self, handle: Bar, *, line: bool = True) -> None:
         if handle in self._open:
             self._open.remove(handle)
         if handle._tqdm is not None:
             handle._tqdm.close()
             handle._tqdm = None
-        self._line(PREFIX + handle.done_line())
+        if line:
+            self._line(PREFIX + handle.done_line())

@@ -1,0 +1,427 @@
+"""Corpus reading for ``stacktok train`` and ``stacktok pack``: documents from text, JSON Lines, Parquet.
+
+Inputs are paths or globs (each glob sorted, in the order given; ``-`` is standard
+input, read as text). The kind follows the name: ``*.jsonl`` / ``*.jsonl.gz`` /
+``*.ndjson`` are JSON Lines (one object per line, the document is ``field``),
+``*.parquet`` is Parquet (the document is the string column ``column``, read in
+record batches with pyarrow), anything else is UTF-8 text, gzip-compressed when
+it ends in ``.gz``. Text files hold one document each (``text_docs="file"``) or
+one per run of lines separated by blank lines (``"paragraph"``: a line of spaces
+and tabs only separates; the separator and the last line ending of a document
+are not part of it).
+
+Bytes are decoded here, never by ``open()``: line endings are kept as they are
+(CRLF stays CRLF). Invalid UTF-8 (and, in JSON, an escaped lone surrogate) stops
+the read with the file and byte offset (``errors="strict"``), or becomes U+FFFD
+(``"replace"``) or drops the document (``"skip"``); :class:`ReadStats` counts
+what was done. Files are streamed in 8 MiB blocks; one document is held whole.
+
+Out of scope: zstd/bz2 compression, remote URLs, Parquet columns nested in
+structs, deduplication and filtering.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+BLOCK = 8 << 20
+ERRORS = ("strict", "replace", "skip")
+TEXT_DOCS = ("file", "paragraph")
+_PARAGRAPH_BREAK = re.compile(rb"\r?\n(?:[ \t]*\r?\n)+")
+_BLANKS = re.compile(rb"[ \t\r]*")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class CorpusError(ValueError):
+    """An input cannot be read as asked; the message names the file, the place and the fix."""
+
+
+@dataclass(frozen=True)
+class CorpusOptions:
+    """How inputs become documents (every option changes the documents, so packs record them)."""
+
+    text_docs: str = "file"
+    field: str = "text"
+    column: str = "text"
+    errors: str = "strict"
+
+    def __post_init__(self) -> None:
+        if self.text_docs not in TEXT_DOCS:
+            raise CorpusError(f"text_docs must be one of {TEXT_DOCS}, got {self.text_docs!r}")
+        if self.errors not in ERRORS:
+            raise CorpusError(f"errors must be one of {ERRORS}, got {self.errors!r}")
+
+
+@dataclass
+class ReadStats:
+    """What reading did to the text: replacements, skipped documents (by cause)."""
+
+    replaced: int = 0  # invalid sequences turned into U+FFFD
+    skipped_invalid: int = 0  # documents dropped for invalid UTF-8 / lone surrogates
+
+    def to_json(self) -> dict[str, int]:
+        return {"invalid_utf8_replaced": self.replaced, "invalid_utf8_skipped": self.skipped_invalid}
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document of an input: its text (``None``: dropped by ``errors="skip"``), its place.
+
+    ``number`` counts every document of its input from 0, dropped ones too;
+    ``replaced`` is how many invalid sequences became U+FFFD; ``consumed`` is
+    the input bytes read once it is (for progress).
+    """
+
+    text: str | None
+    where: str
+    number: int = 0
+    replaced: int = 0
+    consumed: int = 0
+
+
+@dataclass
+class _Cursor:
+    """Input bytes consumed by the files before the current one, and the next document number."""
+
+    before: int = 0
+    number: int = 0
+
+    def doc(self, text: str | None, where: str, replaced: int, consumed: int) -> Document:
+        self.number += 1
+        return Document(text, where, self.number - 1, replaced, self.before + consumed)
+
+
+# ------------------------------------------------------------------ inputs
+def expand_inputs(items: Sequence[str]) -> list[str]:
+    """Paths, globs (sorted, ``**`` recursive) and ``-``; a pattern matching no file is an error."""
+    paths: list[str] = []
+    for item in items:
+        if item == "-":
+            paths.append("-")
+            continue
+        matches = sorted(glob.glob(item, recursive=True))
+        if not matches and not any(ch in item for ch in "*?["):
+            matches = [item]
+        files = [m for m in matches if Path(m).is_file()]
+        if not files:
+            raise CorpusError(f"input {item!r} matches no readable file; check the path or glob")
+        paths.extend(files)
+    return paths
+
+
+def input_kind(path: str) -> str:
+    """``jsonl``, ``parquet`` or ``text``, from the file name."""
+    name = path.lower().removesuffix(".gz")
+    if name.endswith((".jsonl", ".ndjson")):
+        return "jsonl"
+    if name.endswith(".parquet"):
+        return "parquet"
+    return "text"
+
+
+def describe_inputs(paths: Sequence[str]) -> list[dict[str, Any]]:
+    """``{"path", "bytes", "sha256"}`` per input (standard input cannot be described: an error)."""
+    out = []
+    for path in paths:
+        if path == "-":
+            raise CorpusError(
+                "standard input cannot be packed (a pack records each input's sha256); save it to a file"
+            )
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with open(path, "rb") as f:
+                while block := f.read(BLOCK):
+                    digest.update(block)
+                    size += len(block)
+        except OSError as exc:
+            raise CorpusError(f"cannot read {path}: {exc.strerror}") from None
+        out.append({"path": path, "bytes": size, "sha256": digest.hexdigest()})
+    return out
+
+
+def _open_binary(path: str) -> IO[bytes]:
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise CorpusError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _blocks(path: str) -> Iterator[bytes]:
+    f = _open_binary(path)
+    try:
+        while block := f.read(BLOCK):
+            yield block
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise CorpusError(f"cannot read {path}: {exc}") from None
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+
+
+# ------------------------------------------------------------------ decoding
+def decode(data: bytes, *, errors: str, where: str, offset: int) -> tuple[str | None, int]:
+    """UTF-8 ``data`` as text under the ``errors`` policy, and the replacements made.
+
+    ``None`` means skip the document.
+    """
+    try:
+        return data.decode("utf-8"), 0
+    except UnicodeDecodeError as exc:
+        first = exc
+    if errors == "strict":
+        bad = data[first.start : first.start + 1].hex()
+        raise CorpusError(
+            f"{where}: invalid UTF-8 at byte {offset + first.start} (0x{bad}, {first.reason}); "
+            "convert the file to UTF-8, or pass --errors replace|skip"
+        )
+    if errors == "skip":
+        return None, 0
+    parts: list[str] = []
+    pos = replaced = 0
+    while True:
+        try:
+            parts.append(data[pos:].decode("utf-8"))
+            return "".join(parts), replaced
+        except UnicodeDecodeError as exc:
+            parts.append(data[pos : pos + exc.start].decode("utf-8") + "\ufffd")
+            replaced += 1
+            pos += exc.end
+
+
+def _no_surrogates(text: str, *, errors: str, where: str) -> tuple[str | None, int]:
+    """JSON may escape a lone surrogate (``"\\ud800"``), which is no UTF-8 text at all."""
+    m = _SURROGATE.search(text)
+    if m is None:
+        return text, 0
+    if errors == "strict":
+        raise CorpusError(
+            f"{where}: lone surrogate U+{ord(m[0]):04X} at character {m.start()} (not encodable as UTF-8); "
+            "fix or drop the record, or pass --errors replace|skip"
+        )
+    if errors == "skip":
+        return None, 0
+    return _SURROGATE.subn("\ufffd", text)
+
+
+# ------------------------------------------------------------------ readers
+def _text_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
+    if opts.text_docs == "file":
+        data = b"".join(_blocks(path))
+        text, replaced = decode(data, errors=opts.errors, where=path, offset=0)
+        yield cur.doc(text, path, replaced, len(data))
+        cur.before += len(data)
+        return
+    carry, start, number = b"", 0, 0  # carry begins at byte ``start`` of the file
+    for block in [*_blocks(path), None]:
+        carry += block or b""
+        last = 0
+        for m in _PARAGRAPH_BREAK.finditer(carry):
+            if block is not None and m.end() + len(_BLANKS.match(carry, m.end())[0]) == len(carry):
+                break  # the separator may go on in the next block
+            number += 1
+            yield from _paragraph(carry[last : m.start()], path, number, start + last, opts, cur)
+            last = m.end()
+        carry, start = carry[last:], start + last
+    tail = re.sub(rb"\r?\n\Z", b"", carry)
+    if tail.strip(b" \t\r\n"):
+        number += 1
+        yield from _paragraph(tail, path, number, start, opts, cur)
+    cur.before += start + len(carry)
+
+
+def _paragraph(
+    piece: bytes, path: str, n: int, start: int, opts: CorpusOptions, cur: _Cursor
+) -> Iterator[Document]:
+    where = f"{path}: paragraph {n} (byte {start})"
+    text, replaced = decode(piece, errors=opts.errors, where=where, offset=start)
+    yield cur.doc(text, where, replaced, start + len(piece))
+
+
+def _jsonl_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
+    carry, lineno, pos = b"", 0, 0
+    for block in [*_blocks(path), b"\n"]:
+        carry += block
+        *lines, carry = carry.split(b"\n")
+        for line in lines:
+            lineno += 1
+            if not line.strip():
+                pos += len(line) + 1
+                continue
+            text, replaced = _json_record(line, f"{path}:{lineno}", pos, opts)
+            pos += len(line) + 1
+            yield cur.doc(text, f"{path}:{lineno}", replaced, pos)
+    cur.before += pos - 1
+
+
+def _json_record(line: bytes, where: str, pos: int, opts: CorpusOptions) -> tuple[str | None, int]:
+    raw, replaced = decode(line, errors=opts.errors, where=where, offset=pos)
+    if raw is None:
+        return None, 0
+    try:
+        record = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise CorpusError(
+            f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); fix the line"
+        ) from None
+    if not isinstance(record, dict):
+        raise CorpusError(f"{where}: a JSON Lines record must be an object, got {type(record).__name__}")
+    if opts.field not in record:
+        keys = ", ".join(sorted(record)[:8]) or "none"
+        raise CorpusError(f"{where}: no field {opts.field!r} (fields: {keys}); pick one with --field")
+    value = record[opts.field]
+    if not isinstance(value, str):
+        raise CorpusError(
+            f"{where}: field {opts.field!r} is {_JSON_TYPES.get(type(value), 'not text')}, not a string; "
+            "filter such records out"
+        )
+    text, more = _no_surrogates(value, errors=opts.errors, where=where)
+    return text, replaced + more
+
+
+def _parquet_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise CorpusError(f"{path}: reading Parquet needs pyarrow: pip install 'stacktok[pack]'") from None
+    try:
+        pf = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise CorpusError(f"{path}: not a readable Parquet file ({exc})") from None
+    schema = pf.schema_arrow
+    if opts.column not in schema.names:
+        raise CorpusError(
+            f"{path}: no column {opts.column!r} (columns: {', '.join(schema.names)}); use --column"
+        )
+    kind = schema.field(opts.column).type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or str(kind) == "string_view"):
+        raise CorpusError(
+            f"{path}: column {opts.column!r} is {kind}, not a string column; choose a text column"
+        )
+    size, rows, row = Path(path).stat().st_size, max(pf.metadata.num_rows, 1), 0
+    for batch in pf.iter_batches(columns=[opts.column], batch_size=1024):
+        for value in batch.column(0).to_pylist():
+            row += 1
+            where = f"{path}: row {row}"
+            if value is None:
+                raise CorpusError(f"{where}: column {opts.column!r} is null; filter null rows out")
+            text, replaced = _no_surrogates(value, errors=opts.errors, where=where)
+            yield cur.doc(text, where, replaced, size * row // rows)
+    cur.before += size
+
+
+_JSON_TYPES = {
+    type(None): "null",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    list: "an array",
+    dict: "an object",
+}
+_READERS = {"text": _text_file, "jsonl": _jsonl_file, "parquet": _parquet_file}
+
+
+def read_input(path: str, *, options: CorpusOptions | None = None) -> Iterator[Document]:
+    """Every document of one input in order, dropped ones included (``text is None``)."""
+    yield from _READERS[input_kind(path)](path, options or CorpusOptions(), _Cursor())
+
+
+def read_documents(
+    paths: Sequence[str], *, options: CorpusOptions | None = None, stats: ReadStats | None = None
+) -> Iterator[Document]:
+    """The documents of ``paths`` in order, without dropped ones (counted in ``stats``)."""
+    stats = stats if stats is not None else ReadStats()
+    for path in paths:
+        for doc in read_input(path, options=options):
+            stats.replaced += doc.replaced
+            if doc.text is None:
+                stats.skipped_invalid += 1
+            else:
+                yield doc
+
+
+# ------------------------------------------------------------------ training text
+def _safe_cut(text: str) -> int:
+    """Index just after the last newline that is followed by a letter, or -1.
+
+    Under the Llama-3 pattern a newline never joins a following letter, so a
+    cut there splits no pre-token: streaming in blocks trains exactly as if
+    the file had been read whole.
+    """
+    end = len(text)
+    while (i := text.rfind("\n", 0, end)) >= 0:
+        if i + 1 < len(text) and text[i + 1].isalpha():
+            return i + 1
+        end = i
+    return -1
+
+
+def text_blocks(path: str, *, errors: str = "strict") -> Iterator[str]:
+    """One text file as blocks of about 8 MiB cut only at pre-token boundaries (see ``_safe_cut``)."""
+    carry, pending, offset = "", b"", 0
+    for block in _blocks(path):
+        data = pending + block
+        cut = len(data) - _incomplete_tail(data)
+        text, _ = decode(data[:cut], errors=errors, where=path, offset=offset)
+        pending, offset = data[cut:], offset + cut
+        carry += text or ""
+        at = _safe_cut(carry)
+        if at > 0:
+            yield carry[:at]
+            carry = carry[at:]
+    if pending:
+        carry += decode(pending, errors=errors, where=path, offset=offset)[0] or ""
+    if carry:
+        yield carry
+
+
+def _incomplete_tail(data: bytes) -> int:
+    """Bytes at the end of ``data`` that start a UTF-8 sequence the next block completes."""
+    for back in range(1, min(4, len(data)) + 1):
+        b = data[-back]
+        if b & 0xC0 != 0x80:  # a lead byte (or ASCII): incomplete if it needs more than ``back`` bytes
+            need = 2 if b >> 5 == 0b110 else 3 if b >> 4 == 0b1110 else 4 if b >> 3 == 0b11110 else 1
+            return back if need > back else 0
+    return 0
+
+
+def training_texts(
+    paths: Sequence[str], *, options: CorpusOptions | None = None, max_bytes: int | None = None
+) -> Iterator[str]:
+    """What ``stacktok train`` learns from: text files in blocks, JSONL/Parquet documents one by one.
+
+    Stops at exactly ``max_bytes`` UTF-8 bytes: the last piece is cut at the
+    budget, backed off to its last space so no word is split.
+    """
+    opts = options or CorpusOptions()
+    total = 0
+    for piece in _training_pieces(paths, opts):
+        raw = piece.encode("utf-8")
+        if max_bytes is None or total + len(raw) <= max_bytes:
+            total += len(raw)
+            yield piece
+            continue
+        keep = raw[: max_bytes - total]
+        cut = keep.rfind(b" ")
+        yield (keep[:cut] if cut > 0 else keep).decode("utf-8", errors="ignore")
+        return
+
+
+def _training_pieces(paths: Sequence[str], opts: CorpusOptions) -> Iterator[str]:
+    for path in paths:
+        if input_kind(path) == "text" and opts.text_docs == "file":
+            yield from text_blocks(path, errors=opts.errors)
+        else:
+            yield from (d.text for d in read_documents([path], options=opts) if d.text is not None)

@@ -1,0 +1,186 @@
+"""The packer's worker: documents to ``<|bos|> ids <|eos|>`` as ``uint16``, fast and proven.
+
+The fast path is the tiktoken export (what the conformance suite proves equal
+to the reference). Two kinds of document go through the reference itself:
+those holding a code point tiktoken's regex tables classify differently
+(:class:`~stacktok_export.drift.DriftCache`, asked once per code point), so
+the ids are the reference's by construction; and the *verified* ones -- a
+deterministic sample chosen by document number (``rate``), every document
+holding a special-token string, or all with ``rate=1`` -- are encoded by both
+and compared. A difference is returned as a :class:`Mismatch`, never written.
+
+Out of scope: which process runs this (``engines``) and where ids go (``writer``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..bpe import StackTokenizer, load_tokenizer
+from ..drift import DriftCache
+
+_GOLDEN = 0x9E3779B97F4A7C15  # Fibonacci hashing: document number -> well-spread 64-bit value
+_SCALE = 1 << 64
+
+
+def sampled(source: int, number: int, rate: float) -> bool:
+    """Whether document ``number`` of input ``source`` is in the verification sample.
+
+    Fibonacci hashing of the position: the same documents for any engine or worker count.
+    """
+    return rate >= 1.0 or (((source << 40) + number) * _GOLDEN) % _SCALE < rate * _SCALE
+
+
+@dataclass
+class Mismatch:
+    """The first document whose fast ids differ from the reference's."""
+
+    number: int
+    where: str
+    position: int
+    reference: list[int]
+    fast: list[int]
+
+    def message(self, backend: str) -> str:
+        lo = max(self.position - 3, 0)
+        ref, fast = self.reference[lo : self.position + 4], self.fast[lo : self.position + 4]
+        return (
+            f"{self.where}: {backend} and the reference differ at token {self.position} "
+            f"(reference ...{ref}..., {backend} ...{fast}...); nothing of this document was written. "
+            "Run `stacktok gate` on the export and report the document"
+        )
+
+
+@dataclass
+class Batch:
+    """Consecutive documents of input ``source``: ``(number, where, text or None, replaced)``."""
+
+    source: int
+    docs: list[tuple[int, str, str | None, int]]
+    consumed: int = 0  # bytes of the input read once the last document is
+
+
+#: per-document flags in :attr:`Encoded.flags`
+VERIFIED, REFERENCE, EMPTY, SKIPPED = 1, 2, 4, 8
+FLAG_NAMES = {
+    VERIFIED: "verified",
+    REFERENCE: "reference_encoded",
+    EMPTY: "empty_dropped",
+    SKIPPED: "invalid_skipped",
+}
+
+
+@dataclass
+class Encoded:
+    """One batch's result: the written documents' ids back to back, and per document (all of
+    them, dropped ones with length 0) its number, length, flags and U+FFFD replacements."""
+
+    source: int
+    ids: np.ndarray
+    numbers: np.ndarray
+    lengths: np.ndarray
+    flags: np.ndarray
+    replaced: np.ndarray
+    mismatch: Mismatch | None = None
+    consumed: int = 0
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """What a worker needs to build its encoder (small and picklable)."""
+
+    artifact: str
+    rate: float
+    keep_empty: bool = False
+    allow_engine_mismatch: bool = False
+
+
+class DocEncoder:
+    """Per-worker state: the reference, the tiktoken Encoding and a drift cache."""
+
+    def __init__(self, spec: EncoderSpec) -> None:
+        from ..export.tiktoken_fmt import to_tiktoken
+
+        self.ref: StackTokenizer = load_tokenizer(
+            Path(spec.artifact), allow_engine_mismatch=spec.allow_engine_mismatch
+        )
+        self.fast = to_tiktoken(self.ref)
+        self.rate = spec.rate
+        self.keep_empty = spec.keep_empty
+        self.drift = DriftCache(self.ref, self.fast.encode_ordinary)
+        self.bos, self.eos = self.ref.bos_id, self.ref.eos_id
+        self.specials = tuple(self.ref.special_to_id)
+
+    def _fast(self, text: str) -> np.ndarray:
+        return self.fast.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
+
+    def encode_batch(self, batch: Batch) -> Encoded:
+        parts: list[Any] = []
+        numbers, lengths, flags, replaced = [], [], [], []
+        for number, where, text, fixed in batch.docs:
+            ids, flag = self._document(batch.source, number, text)
+            if isinstance(ids, Mismatch):
+                ids.where = where
+                return Encoded(batch.source, *_empty(), mismatch=ids)
+            if ids is not None:
+                parts += ((self.bos,), ids, (self.eos,))
+            numbers.append(number)
+            lengths.append(0 if ids is None else len(ids) + 2)
+            flags.append(flag)
+            replaced.append(fixed)
+        flat = np.concatenate([np.asarray(p, dtype=np.uint16) for p in parts]) if parts else _empty()[0]
+        return Encoded(
+            batch.source,
+            flat,
+            np.asarray(numbers, dtype=np.int64),
+            np.asarray(lengths, dtype=np.int64),
+            np.asarray(flags, dtype=np.uint8),
+            np.asarray(replaced, dtype=np.int64),
+            consumed=batch.consumed,
+        )
+
+    def _document(self, source: int, number: int, text: str | None) -> tuple[Any, int]:
+        """``(ids or None if dropped, flags)``, or ``(Mismatch, flags)``."""
+        if text is None:
+            return None, SKIPPED
+        if not text and not self.keep_empty:
+            return None, EMPTY
+        if self.drift.any_drift(text):
+            return self.ref.encode(text), REFERENCE
+        ids = self._fast(text)
+        if not (sampled(source, number, self.rate) or self._has_special(text)):
+            return ids, 0
+        ref, got = self.ref.encode(text), ids.tolist()
+        if ref != got:
+            return Mismatch(number, "", _first_difference(ref, got), ref, got), VERIFIED
+        return ids, VERIFIED
+
+    def _has_special(self, text: str) -> bool:
+        return "<|" in text and any(s in text for s in self.specials)
+
+
+def _empty() -> tuple[np.ndarray, ...]:
+    return (np.zeros(0, np.uint16), *(np.zeros(0, t) for t in (np.int64, np.int64, np.uint8, np.int64)))
+
+
+def _first_difference(ref: list[int], got: list[int]) -> int:
+    return next((i for i, (a, b) in enumerate(zip(ref, got)) if a != b), min(len(ref), len(got)))
+
+
+# One encoder per worker process, built by the pool's initializer.
+_WORKER: DocEncoder | None = None
+
+
+def init_worker(spec: EncoderSpec) -> None:
+    global _WORKER
+    _WORKER = DocEncoder(spec)
+
+
+def encode_in_worker(batch: Batch) -> Encoded:
+    if _WORKER is None:
+        raise RuntimeError("init_worker was not called in this process")
+    return _WORKER.encode_batch(batch)

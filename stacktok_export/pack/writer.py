@@ -1,0 +1,152 @@
+"""Shard files: ``uint16`` token arrays that ``numpy.memmap`` opens, their document offsets, Megatron's index.
+
+A pack directory holds, per shard ``shard-NNNNN``:
+
+- ``.bin``: the tokens, little-endian ``uint16``, documents back to back
+  (``numpy.memmap(path, dtype="<u2", mode="r")``; nanoGPT/OLMo-style loaders);
+- ``.offsets.npy``: ``uint64`` token offsets of its documents (``n + 1`` values,
+  first 0, last the token count; ``numpy.load``);
+- ``.idx`` with ``format="megatron"``: Megatron-LM's ``MMapIndexedDataset``
+  index for the same ``.bin`` (header ``MMIDIDX\\0\\0``, version 1, dtype code 8 =
+  uint16, then int32 lengths, int64 byte pointers, int64 document indices), so
+  ``--data-path DIR/shard-00000`` reads it unchanged.
+
+A shard closes once it holds at least ``shard_tokens`` tokens and never splits
+a document (one longer than that fills a shard alone). Files are written
+atomically; ``sha256`` of each ``.bin`` goes to the manifest.
+
+Hand-written: the Megatron index is 5 header fields and 3 arrays; its only
+writer (``megatron-core``) needs torch. Out of scope: Megatron's multimodal
+``sequence_modes`` and token dtypes other than ``uint16``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._atomic import write_bytes_atomic
+
+MEGATRON_HEADER = b"MMIDIDX\x00\x00"
+MEGATRON_UINT16 = 8
+FORMATS = ("plain", "megatron")
+
+
+def shard_name(index: int) -> str:
+    return f"shard-{index:05d}"
+
+
+def megatron_index(lengths: np.ndarray) -> bytes:
+    """The ``.idx`` bytes for documents of ``lengths`` tokens (one sequence per document)."""
+    n = len(lengths)
+    pointers = np.zeros(n, dtype=np.int64)
+    if n:
+        np.cumsum(lengths[:-1].astype(np.int64) * 2, out=pointers[1:])
+    return b"".join(
+        (
+            MEGATRON_HEADER,
+            struct.pack("<Q", 1),
+            struct.pack("<B", MEGATRON_UINT16),
+            struct.pack("<Q", n),
+            struct.pack("<Q", n + 1),
+            lengths.astype("<i4").tobytes(),
+            pointers.astype("<i8").tobytes(),
+            np.arange(n + 1, dtype="<i8").tobytes(),
+        )
+    )
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+COUNTS = ("verified", "reference_encoded", "empty_dropped", "invalid_skipped", "invalid_utf8_replaced")
+
+
+def zero_counts() -> dict[str, int]:
+    return dict.fromkeys(COUNTS, 0)
+
+
+@dataclass
+class ShardWriter:
+    """Collects documents in order and writes a shard whenever ``shard_tokens`` is reached.
+
+    Every document read is attributed to the open shard (dropped ones only in
+    its counts), so a shard's ``end`` is where a resumed run starts.
+    """
+
+    out: Path
+    shard_tokens: int
+    fmt: str = "plain"
+    next_index: int = 0
+
+    def __post_init__(self) -> None:
+        self._parts: list[np.ndarray] = []
+        self._lengths: list[int] = []
+        self._tokens = 0
+        self.counts = zero_counts()
+        self._end: tuple[int, int] | None = None
+
+    def add(
+        self, ids: np.ndarray, *, source: int, number: int, counts: dict[str, int]
+    ) -> dict[str, Any] | None:
+        """One document (``ids`` empty if dropped); return the shard this closed, if any."""
+        for key, n in counts.items():
+            self.counts[key] += n
+        self._end = (source, number + 1)
+        if not len(ids):
+            return None
+        self._parts.append(ids)
+        self._lengths.append(len(ids))
+        self._tokens += len(ids)
+        return self.flush() if self._tokens >= self.shard_tokens else None
+
+    @property
+    def documents(self) -> int:
+        return len(self._lengths)
+
+    def flush(self) -> dict[str, Any]:
+        """Write the open shard (it holds at least one document) and describe it."""
+        name = shard_name(self.next_index)
+        tokens = np.concatenate(self._parts).astype("<u2", copy=False)
+        lengths = np.asarray(self._lengths, dtype=np.int64)
+        data = tokens.tobytes()
+        write_bytes_atomic(self.out / f"{name}.bin", data)
+        offsets = np.zeros(len(lengths) + 1, dtype="<u8")
+        np.cumsum(lengths, out=offsets[1:])
+        write_bytes_atomic(self.out / f"{name}.offsets.npy", _npy(offsets))
+        if self.fmt == "megatron":
+            write_bytes_atomic(self.out / f"{name}.idx", megatron_index(lengths))
+        shard = {
+            "name": name,
+            "documents": int(len(lengths)),
+            "tokens": int(len(tokens)),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "counts": self.counts,
+            "end": list(self._end or (0, 0)),
+        }
+        self._parts, self._lengths, self._tokens = [], [], 0
+        self.counts = zero_counts()
+        self.next_index += 1
+        return shard
+
+
+def shard_files(name: str, fmt: str) -> list[str]:
+    files = [f"{name}.bin", f"{name}.offsets.npy"]
+    return files + [f"{name}.idx"] if fmt == "megatron" else files
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(8 << 20):
+            digest.update(block)
+    return digest.hexdigest()
