@@ -104,7 +104,7 @@ MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     "tiktoken-latest": ((), ("tiktoken",), "tiktoken"),
     "transformers-4.57": (("hf",), (TRANSFORMERS["4.57"],), "transformers,transformers-reload"),
     "transformers-latest": (("hf",), (TRANSFORMERS["latest"],), "transformers,transformers-reload"),
-    "llama.cpp-0.3.36": (("gguf",), ("LLAMA_WHEEL",), "llama.cpp"),
+    "llama.cpp-0.3.36": (("gguf",), ("LLAMA_WHEEL",), "llama.cpp,llama.cpp-detokenize"),
 }
 MATRIX_DIR = Path(".nox") / "matrix"
 
