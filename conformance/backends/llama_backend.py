@@ -74,17 +74,24 @@ class LlamaCppTokenizer:
     Raises BackendMissing if llama-cpp-python is not installed.
     """
 
-    def __init__(self, gguf_path: str | os.PathLike[str]) -> None:
+    def __init__(self, gguf_path: str | os.PathLike[str], *, weights: bool = False) -> None:
         self._lib: Any = require("llama_cpp", "llama")
         _capture_llama_log(self._lib)
         self.path = Path(gguf_path)
+        #: with ``weights`` the model GGUF's tensors are loaded too (``llama`` then generates)
+        extra = {"n_ctx": 256, "n_threads": 1} if weights else {"vocab_only": True}
         try:
-            self._llama = self._lib.Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+            self._llama = self._lib.Llama(model_path=str(self.path), verbose=False, **extra)
         except ValueError as exc:  # "Failed to load model from file": llama.cpp logged why
             why = " | ".join(line.strip() for line in _LLAMA_LOG if line.strip())[-400:]
             raise ValueError(f"{exc}; llama.cpp said: {why or 'nothing'}") from None
         self._vocab = self._lib.llama_model_get_vocab(self._llama.model)
         self.n_vocab: int = self._lib.llama_vocab_n_tokens(self._vocab)
+
+    @property
+    def llama(self) -> Any:
+        """The ``llama_cpp.Llama`` underneath (generation needs ``weights=True``)."""
+        return self._llama
 
     @property
     def version(self) -> str:

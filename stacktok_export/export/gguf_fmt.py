@@ -79,6 +79,7 @@ FINGERPRINT_KEY = "stacktok.fingerprint"
 ARTIFACT_KEY = "stacktok.artifact"
 TOKEN_TYPE_NORMAL = 1  # gguf.TokenType.NORMAL
 TOKEN_TYPE_CONTROL = 3  # gguf.TokenType.CONTROL
+TOKEN_TYPE_UNUSED = 5  # gguf.TokenType.UNUSED (embedding rows past the tokenizer's ids)
 METADATA_PREFIXES = ("general.", "tokenizer.", "stacktok.")
 
 _INSTALL = {"gguf": "pip install 'stacktok[gguf]'  (or: pip install gguf numpy)"}
@@ -122,10 +123,27 @@ def merge_strings(tok: StackTokenizer) -> list[str]:
 
 def _add_metadata(writer: gguf.GGUFWriter, tok: StackTokenizer) -> None:
     writer.add_name(tok.name)
+    add_tokenizer_metadata(writer, tok)
+
+
+def padding_tokens(n_tokens: int, rows: int) -> tuple[list[str], list[int]]:
+    """``[PAD{i}]`` strings and UNUSED types for embedding rows past the tokenizer's ids.
+
+    llama.cpp sizes ``token_embd`` from the token list, so a model whose embeddings are padded
+    (to a multiple of 64/128) needs one token per row; ``convert_hf_to_gguf.py`` writes the same.
+    """
+    extra = range(n_tokens, max(rows, n_tokens))
+    return [f"[PAD{i}]" for i in extra], [TOKEN_TYPE_UNUSED] * len(extra)
+
+
+def add_tokenizer_metadata(writer: gguf.GGUFWriter, tok: StackTokenizer, *, rows: int = 0) -> None:
+    """Every ``tokenizer.*`` and ``stacktok.*`` key of ``tok`` (token list padded to ``rows``)."""
+    strings, types = token_strings(tok), token_types(tok)
+    pad_strings, pad_types = padding_tokens(len(strings), rows)
     writer.add_tokenizer_model(TOKENIZER_MODEL)
     writer.add_tokenizer_pre(TOKENIZER_PRE)
-    writer.add_token_list(token_strings(tok))
-    writer.add_token_types(token_types(tok))
+    writer.add_token_list(strings + pad_strings)
+    writer.add_token_types(types + pad_types)
     writer.add_token_merges(merge_strings(tok))
     for text, key in _SPECIAL_ID_KEYS.items():
         if text in tok.special_to_id:
