@@ -17,9 +17,14 @@ import numpy as np
 N_EMBD, N_HEAD, N_FF, N_LAYER = 64, 4, 128, 2
 
 
-def write_tiny_llama(path: Path, *, rows: int = 32768, seed: int = 0, foreign: bool = True) -> Path:
-    """Write the model GGUF to ``path`` (``foreign``: with another tokenizer's keys)."""
+def write_tiny_llama(
+    path: Path, *, rows: int = 32768, seed: int = 0, foreign: bool = True, ours=None
+) -> Path:
+    """Write the model GGUF to ``path`` (``foreign``: with another tokenizer's keys; ``ours``: a
+    StackTokenizer whose keys are written as they are, whatever ``rows`` -- for gate tests)."""
     import gguf
+
+    from stacktok_export.export.gguf_fmt import add_tokenizer_metadata
 
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(path, "llama")
@@ -33,7 +38,9 @@ def write_tiny_llama(path: Path, *, rows: int = 32768, seed: int = 0, foreign: b
     w.add_rope_dimension_count(N_EMBD // N_HEAD)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    if foreign:
+    if ours is not None:
+        add_tokenizer_metadata(w, ours)
+    elif foreign:
         w.add_tokenizer_model("gpt2")
         w.add_tokenizer_pre("llama-bpe")
         w.add_token_list([f"t{i}" for i in range(rows)])

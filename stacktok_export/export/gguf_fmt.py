@@ -212,13 +212,21 @@ def read_gguf_fields(path: str | os.PathLike[str]) -> dict[str, tuple[Any, str]]
 
     Raises gguf-py's own error for a file it cannot read (``ImportError`` without gguf).
     """
+    return read_gguf(path)[0]
+
+
+def read_gguf(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[int, ...]]]:
+    """:func:`read_gguf_fields` and every tensor's GGUF shape (``ne`` order), in one read."""
     gguf = require("gguf")
+    reader = gguf.GGUFReader(path)
     out: dict[str, tuple[Any, str]] = {}
-    for name, field in gguf.GGUFReader(path).fields.items():
+    for name, field in reader.fields.items():
         kinds = [t.name for t in field.types]
         kind = (kinds[0] + "".join(f"[{k}]" for k in kinds[1:])) if kinds else "?"
         out[name] = (field.contents(), kind)
-    return out
+    return out, {t.name: tuple(int(x) for x in t.shape) for t in reader.tensors}
 
 
 def read_gguf_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
