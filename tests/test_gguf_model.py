@@ -80,9 +80,9 @@ def test_padded_embeddings_get_unused_pad_tokens(models) -> None:
     assert tokens[:32768] == read_gguf_fields(VOCAB_GGUF)["tokenizer.ggml.tokens"][0]
 
 
-@pytest.mark.parametrize("name", ["foreign-ours", "padded-ours"])
-def test_llama_cpp_loads_weights_and_tokenizes_the_probes_like_the_vocab_only_gguf(models, name) -> None:
-    model = LlamaCppTokenizer(models[name], weights=True)
+def assert_tokenizes_probes_like_the_vocab_only_gguf(path: Path) -> None:
+    """Loaded *with weights*, every probe (untrusted and trusted) gets the vocab-only GGUF's ids."""
+    model = LlamaCppTokenizer(path, weights=True)
     vocab_only = LlamaCppTokenizer(VOCAB_GGUF)
     probes = load_probes(ROOT / "fixtures" / "probes.jsonl")
     assert len(probes) > 5000
@@ -96,9 +96,9 @@ def test_llama_cpp_loads_weights_and_tokenizes_the_probes_like_the_vocab_only_gg
     assert not model.adds_bos and not model.adds_eos
 
 
-@pytest.mark.parametrize("name", ["foreign-ours", "padded-ours"])
-def test_greedy_generation_stops_at_eos_and_end_and_nothing_else(models, name) -> None:
-    model = LlamaCppTokenizer(models[name], weights=True)
+def assert_generation_stops_at_eos_and_end_only(path: Path) -> None:
+    """llama.cpp's EOG set is exactly {<|eos|>, <|end|>}; greedy generation stops there, not at <|user|>."""
+    model = LlamaCppTokenizer(path, weights=True)
     assert {i for i in range(model.n_vocab) if model.is_eog(i)} == {EOS, END}
     llm = model.llama
 
@@ -113,6 +113,16 @@ def test_greedy_generation_stops_at_eos_and_end_and_nothing_else(models, name) -
         assert done["choices"][0]["finish_reason"] == "stop" and done["usage"]["completion_tokens"] == 0
     user = complete({USER: 100.0})  # another control token is not an end of generation
     assert user["choices"][0]["finish_reason"] == "length" and user["usage"]["completion_tokens"] == 5
+
+
+@pytest.mark.parametrize("name", ["foreign-ours", "padded-ours"])
+def test_llama_cpp_loads_weights_and_tokenizes_the_probes_like_the_vocab_only_gguf(models, name) -> None:
+    assert_tokenizes_probes_like_the_vocab_only_gguf(models[name])
+
+
+@pytest.mark.parametrize("name", ["foreign-ours", "padded-ours"])
+def test_greedy_generation_stops_at_eos_and_end_and_nothing_else(models, name) -> None:
+    assert_generation_stops_at_eos_and_end_only(models[name])
 
 
 def test_the_foreign_model_is_not_ours_before_retokenize(models) -> None:
