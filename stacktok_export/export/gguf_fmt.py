@@ -33,8 +33,9 @@ llama-cpp-python 0.3.36 vendors (commit 0c1e57098bba), ``src/llama-vocab.cpp``:
   on it.
 - ``"dbrx"`` and ``"smaug-bpe"`` (lines 2275-2280) set only the pre type:
   merges respected, no BOS, ``clean_spaces`` left at the BPE default (true;
-  it matters only to ``llama_detokenize``, which the llama.cpp backend's
-  decoder does not use). ``smaug-bpe`` names a Llama-3-tokenizer model
+  it matters only to ``llama_detokenize``; no GGUF key and no pre type with
+  this split turns it off: the ``llama.cpp-detokenize`` row declares it).
+  ``smaug-bpe`` names a Llama-3-tokenizer model
   (Smaug-Llama-3-70B, ``convert_hf_to_gguf_update.py:112``) and, unlike
   ``dbrx``, is not also an architecture name.
 
