@@ -194,7 +194,7 @@ def convert(session: nox.Session) -> None:
     session.install("torch==2.13.0", "sentencepiece", "safetensors", llama_wheel(session))
     session.install("-e", ".[hf,gguf,test]")
     env = {"STACKTOK_LLAMA_CONVERTER": str(llama_converter(session))}
-    session.run("pytest", "-q", "-m", "convert", *session.posargs, env=env)
+    session.run("pytest", "-q", "-m", "convert", "tests/test_gguf_convert.py", *session.posargs, env=env)
 
 
 def llama_converter(session: nox.Session) -> Path:
@@ -205,7 +205,7 @@ def llama_converter(session: nox.Session) -> Path:
     if not sdist.is_file():
         pin = f"llama-cpp-python=={LLAMA_VERSION}"
         args = ("download", "--no-binary", ":all:", "--no-deps", pin, "-d", str(CONVERTER_DIR))
-        session.run(sys.executable, "-m", "pip", *args, external=True)
+        session.run("python", "-m", "pip", *args)  # the session venv (virtualenv) has pip
     root = f"llama_cpp_python-{LLAMA_VERSION}/vendor/llama.cpp/"
     keep = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/")
     with tarfile.open(sdist) as tar:
