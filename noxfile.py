@@ -18,7 +18,7 @@ import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
-nox.options.sessions = ["tests", "export", "conformance", "heavy", "served", "matrix"]
+nox.options.sessions = ["tests", "export", "conformance", "heavy", "served", "convert", "matrix"]
 
 PYTHON = "3.11"
 # llama-cpp-python has no wheel on PyPI: build portable (no -march=native) so
@@ -64,8 +64,8 @@ def install_project(session: nox.Session, *extras: str, pins: tuple[str, ...] = 
 #: which tests each transformers major runs: the transformers-dependent ones under both, the rest once;
 #: vLLM/TRL (``heavy``) and the served path (``served``) run in their own sessions, never skipped here.
 TEST_SELECTION = {
-    "4.57": "transformers and not heavy and not served",
-    "latest": "not heavy and not served",
+    "4.57": "transformers and not heavy and not served and not convert",
+    "latest": "not heavy and not served and not convert",
 }
 
 
@@ -351,6 +351,38 @@ def floor(session: nox.Session, package: str) -> None:
         json.dumps({"package": package, "floor": found, "since": FLOOR_SINCE[package], "tried": tried})
     )
     session.run("python", "-m", "conformance.changes", "--floor", str(result))
+
+
+# llama.cpp's converter, from the llama.cpp that llama-cpp-python vendors (its PyPI sdist): issue 15.
+CONVERTER_DIR = Path(".nox") / "llama-cpp-src"
+
+
+@nox.session(python=PYTHON, venv_backend="virtualenv")
+def convert(session: nox.Session) -> None:
+    """Model GGUFs: llama.cpp's own converter with our hash registered, then llama.cpp with weights."""
+    session.install("torch==2.13.0", "sentencepiece", "safetensors", llama_wheel(session))
+    session.install("-e", ".[hf,gguf,test]")
+    env = {"STACKTOK_LLAMA_CONVERTER": str(llama_converter(session))}
+    session.run("pytest", "-q", "-m", "convert", "tests/test_gguf_convert.py", *session.posargs, env=env)
+
+
+def llama_converter(session: nox.Session) -> Path:
+    """``convert_hf_to_gguf.py`` (+ ``conversion/``, ``gguf-py/``) from the llama-cpp-python sdist."""
+    import tarfile
+
+    sdist = CONVERTER_DIR / f"llama_cpp_python-{LLAMA_VERSION}.tar.gz"
+    if not sdist.is_file():
+        pin = f"llama-cpp-python=={LLAMA_VERSION}"
+        args = ("download", "--no-binary", ":all:", "--no-deps", pin, "-d", str(CONVERTER_DIR))
+        session.run("python", "-m", "pip", *args)  # the session venv (virtualenv) has pip
+    root = f"llama_cpp_python-{LLAMA_VERSION}/vendor/llama.cpp/"
+    keep = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/")
+    with tarfile.open(sdist) as tar:
+        members = [
+            m for m in tar.getmembers() if m.name.startswith(root) and m.name[len(root) :].startswith(keep)
+        ]
+        tar.extractall(CONVERTER_DIR, members=members, filter="data")
+    return (CONVERTER_DIR / root / "convert_hf_to_gguf.py").resolve()
 
 
 @nox.session(python=False)  # .nox/matrix is where rows are kept, so this session has no venv of its own

@@ -17,6 +17,12 @@ range, a cited reason, and *what it covers*, one of:
   difference when the text holds ``'ſ`` and the text with those ``ſ`` removed
   agrees. The ids differ only when a merge spans the different split, which
   the shipped vocabulary's probes never show, so this one is never *stale*.
+- ``cause: "clean_spaces"`` -- llama.cpp's ``llama_detokenize`` deletes spaces
+  before ``?!.,`` and some contractions (:mod:`conformance.clean_spaces`): covers
+  a ``decode``/``single_tokens`` difference only when the backend's bytes are
+  exactly that transform of the original bytes (for ``single_tokens``: for every
+  id that decodes differently). Stale when some probe would change under the
+  transform and no difference was seen.
 - ``probe`` (an id glob) or ``category`` -- a specific shipped probe, for
   findings that are not about code points (a crash on one huge input, a
   streaming quirk).
@@ -40,14 +46,18 @@ import regex
 from stacktok_export import StackTokenizer
 from stacktok_export.drift import DriftCache, choose_shape
 
+from .clean_spaces import clean_spaces
 from .fixtures import Divergence, Probe, version_matches
 from .protocol import Backend
 
 UNICODE_TABLES = "unicode_tables"
 LONG_S = "long_s_contraction"
+CLEAN_SPACES = "clean_spaces"
 LONG_S_TEXT = "'\u017f"  # what llama.cpp's '[sS] misses and (?i:'s) case-folds
 #: checks whose outcome depends on the pre-tokenizer's character classes
 SPLIT_CHECKS = ("encode", "trusted")
+#: checks a decode-side cause can cover
+DECODE_CHECKS = ("decode", "single_tokens")
 BLOCK = 256  # code points per drift-scan block
 
 
@@ -117,7 +127,29 @@ class Declarations:
             d = self.has_cause(backend, "encode", LONG_S)
             if d is not None and self.explained_by_long_s(backend, probe.text, trusted=check == "trusted"):
                 return d
+        if check in DECODE_CHECKS:
+            d = self.has_cause(backend, check, CLEAN_SPACES)
+            if d is not None and self.explained_by_clean_spaces(backend, check, probe):
+                return d
         return None
+
+    def explained_by_clean_spaces(self, backend: Backend, check: str, probe: Probe) -> bool:
+        """Every byte ``backend`` decodes differently is llama.cpp's ``clean_spaces`` of the original."""
+        if check == "single_tokens":
+            pairs = ((self.ref.decode_bytes([i]), [i]) for i in range(self.ref.vocab_size))
+        else:
+            pairs = iter([(probe.text.encode("utf-8"), self.ref.encode(probe.text))])
+        differs = False
+        for want, ids in pairs:
+            try:
+                got = backend.decode_bytes(ids)
+            except Exception:  # noqa: BLE001 -- a backend raising is not this cause
+                return False
+            if got != want:
+                if got != clean_spaces(want):
+                    return False
+                differs = True
+        return differs
 
     def explained_by_long_s(self, backend: Backend, text: str, *, trusted: bool) -> bool:
         """``text`` holds ``'ſ`` and, with those ``ſ`` removed, ``backend`` agrees."""
@@ -148,7 +180,9 @@ class Declarations:
                 continue
             if d.cause == LONG_S:
                 continue  # needs a merge across the split to show; see the module docstring
-            if d.cause == UNICODE_TABLES:
+            if d.cause == CLEAN_SPACES:  # stale once no probe that the transform changes differs
+                could = any(clean_spaces(b) != b for b in (p.text.encode("utf-8") for p in probes))
+            elif d.cause == UNICODE_TABLES:
                 # stale when the data holds code points newer than the stdlib's tables and the
                 # backend now splits every one of them like the reference (its tables caught up)
                 new = [ch for ch in {c for p in probes for c in p.text} if is_newer_than_stdlib(ch)]

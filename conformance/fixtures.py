@@ -36,7 +36,7 @@ def _fixtures_dir() -> Path:
 FIXTURES = _fixtures_dir()
 
 
-CAUSES = ("unicode_tables", "long_s_contraction")
+CAUSES = ("unicode_tables", "long_s_contraction", "clean_spaces")
 
 
 class FixtureError(ValueError):

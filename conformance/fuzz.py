@@ -12,7 +12,7 @@ input contains ``"<|"`` -- also in the trusted mode (``allow_special=True`` vs
 ``encode(text, allowed_special="all")``). A backend that raises counts as a
 divergence too. Only the modes a backend declares are checked (``ENCODE``
 for untrusted, ``TRUSTED`` for trusted); a backend without ``ENCODE`` (TRL is
-chat-only) is reported *skipped*, one whose library is absent *missing*.
+chat-only, llama.cpp-detokenize decode-only) is reported *skipped*, one whose library is absent *missing*.
 
 Determinism. Example ``i`` of seed ``S`` is drawn with
 ``random.Random(f"{S}/{i}")`` (generator choice and text), so ``--examples N``
@@ -517,7 +517,7 @@ def _load(config: FuzzConfig, say: Callable[[str], None]) -> Loaded:
             unloaded.append(BackendRun(name, status="error", reason=why))
             continue
         if Capability.ENCODE not in backend.capabilities:
-            why = "declares no encode capability (chat-only): nothing to fuzz"
+            why = "declares no encode capability (chat-only or decode-only): nothing to fuzz"
             unloaded.append(BackendRun(name, version=backend.version, status="skipped", reason=why))
             continue
         loaded.append((backend, BackendRun(name, version=backend.version)))

@@ -32,13 +32,15 @@ from typing import Any
 from stacktok_export import StackTokenizer
 from stacktok_export.chat import render_text
 from stacktok_export.export.gguf_fmt import merge_strings
+from stacktok_export.export.gguf_model import check_rows
 from stacktok_export.export.hf import DECODER_JSON, FINGERPRINT_KEY, hf_files, pre_tokenizer_json
 from stacktok_export.export.tiktoken_fmt import tiktoken_text
 
 from .backends import readers_of
-from .layout import Exports, gguf_fields
+from .layout import Exports, gguf_fields, gguf_tensors
 from .protocol import BackendMissing
 from .rows import FILES, Row, row, skip
+from .surface import gguf_fix
 
 MIN_CONTEXT = 8192
 GOOD_GGUF_PRE = ("smaug-bpe", "dbrx")  # the Llama-3 regex without ignore_merges / add-BOS
@@ -89,6 +91,13 @@ class _Ctx:
                 self.obj("tokenizer_config.json"), self.files["chat_template.jinja"]
             )
         self.gguf = _read_gguf(exports.gguf) if exports.gguf else None
+        #: tensor shapes of a model GGUF (empty for the vocab-only export)
+        self.gguf_tensors = gguf_tensors(exports.gguf) if self.gguf_ok() and exports.gguf else {}
+
+    @property
+    def gguf_fix(self) -> str:
+        """How to repair the GGUF's tokenizer metadata: re-export it, or retokenize a model GGUF."""
+        return gguf_fix(self.x.gguf, model=bool(self.gguf_tensors))
 
     def obj(self, name: str) -> dict[str, Any]:
         data = self.files.get(name)
@@ -163,7 +172,7 @@ def check_provenance(ctx: _Ctx) -> list[Row]:
                 "provenance.gguf_fingerprint",
                 gfp == ctx.ref.fingerprint,
                 f"GGUF stacktok.fingerprint label is {str(gfp)[:16]!r}, not the artifact's; content decides",
-                "rebuild the GGUF with `stacktok export`",
+                ctx.gguf_fix,
                 warn=True,
             )
         )
@@ -187,7 +196,7 @@ def _expected_files(ctx: _Ctx) -> dict[Path, bytes]:
             expected[ctx.dir / name] = data
     if ctx.x.tiktoken:
         expected[ctx.x.tiktoken] = tiktoken_text(ctx.ref).encode("ascii")
-    if ctx.x.gguf:
+    if ctx.x.gguf and not ctx.gguf_tensors:  # a model GGUF holds weights: its tokenizer rows decide
         try:
             from stacktok_export.export.gguf_fmt import gguf_bytes
 
@@ -617,7 +626,7 @@ def check_chat_files(ctx: _Ctx) -> list[Row]:
                 ctx.gguf_value("tokenizer.chat_template"),
                 ctx.template,
                 f"the GGUF's tokenizer.chat_template and the HF one ({ctx.template_source})",
-                "rebuild the GGUF with `stacktok export`",
+                ctx.gguf_fix,
             )
         )
     else:
@@ -729,19 +738,20 @@ def check_gguf(ctx: _Ctx) -> list[Row]:
         for k, t in _GGUF_TYPES.items()
         if k not in g or g[k][1] != t
     ]
-    ref, ids = ctx.ref, ctx.ids
+    ref, ids, fix = ctx.ref, ctx.ids, ctx.gguf_fix
     val = {k: v for k, (v, _) in g.items()}
     pre = val.get("tokenizer.ggml.pre")
+    model = bool(ctx.gguf_tensors)  # a model GGUF keeps its own architecture
     return [
-        row(
-            "gguf.metadata_types", not wrong, "; ".join(wrong[:4]), "rebuild the GGUF with `stacktok export`"
-        ),
+        row("gguf.metadata_types", not wrong, "; ".join(wrong[:4]), fix),
         row(
             "gguf.model",
-            val.get("general.architecture") == "llama" and val.get("tokenizer.ggml.model") == "gpt2",
-            "architecture/tokenizer model must be llama/gpt2",
-            "rebuild the GGUF",
+            (model or val.get("general.architecture") == "llama")
+            and val.get("tokenizer.ggml.model") == "gpt2",
+            "tokenizer model must be gpt2" + ("" if model else " and architecture llama"),
+            fix,
         ),
+        *([_gguf_rows(ctx, val)] if model else []),
         row(
             "gguf.pre",
             pre in GOOD_GGUF_PRE,
@@ -757,7 +767,7 @@ def check_gguf(ctx: _Ctx) -> list[Row]:
             "gguf.merges",
             list(val.get("tokenizer.ggml.merges") or []) == merge_strings(ref),
             "merges differ from the artifact's (count or rank order)",
-            "rebuild the GGUF",
+            fix,
         ),
         row(
             "gguf.special_ids",
@@ -769,7 +779,7 @@ def check_gguf(ctx: _Ctx) -> list[Row]:
             )
             == (ids["<|bos|>"], ids["<|eos|>"], ids["<|pad|>"], ids["<|end|>"]),
             "bos/eos/pad/eot ids differ from the artifact's",
-            "rebuild the GGUF",
+            fix,
         ),
         row(
             "gguf.add_bos",
@@ -779,6 +789,23 @@ def check_gguf(ctx: _Ctx) -> list[Row]:
             "set add_bos_token/add_eos_token false",
         ),
     ]
+
+
+def _gguf_rows(ctx: _Ctx, val: dict[str, Any]) -> Row:
+    """A model GGUF's embeddings cover every id, one token per row (llama.cpp sizes them so)."""
+    n_ids = len(ctx.ref.token_bytes()) + len(ctx.ids)
+    n_tokens = len(val.get("tokenizer.ggml.tokens") or [])
+    fix = f"resize the model's embeddings to at least {n_ids:,} rows, convert again, then retokenize"
+    try:
+        rows = check_rows(Path(ctx.x.gguf or ""), ctx.gguf_tensors, n_ids)
+    except ValueError as exc:
+        return row("gguf.embedding_rows", False, str(exc).split("; ")[0], fix)
+    return row(
+        "gguf.embedding_rows",
+        rows == n_tokens,
+        f"token_embd.weight has {rows:,} rows, the token list {n_tokens:,} entries: llama.cpp refuses it",
+        ctx.gguf_fix,
+    )
 
 
 def check_gguf_eog(exports: Exports, ref: StackTokenizer) -> list[Row]:

@@ -61,12 +61,21 @@ def gguf_fields(path: Path) -> dict[str, tuple[Any, str]]:
 
     Callers must not mutate the result. Raises what the reader raises (not cached).
     """
+    return _gguf_read(path)[0]
+
+
+def gguf_tensors(path: Path) -> dict[str, tuple[int, ...]]:
+    """Tensor name -> GGUF shape (``ne`` order; empty for a vocab-only GGUF), from the same read."""
+    return _gguf_read(path)[1]
+
+
+def _gguf_read(path: Path) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[int, ...]]]:
     stat = Path(path).stat()
-    return _gguf_fields(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+    return _gguf_cached(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=4)
-def _gguf_fields(path: str, mtime_ns: int, size: int) -> dict[str, tuple[Any, str]]:
-    from stacktok_export.export.gguf_fmt import read_gguf_fields
+def _gguf_cached(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[Any, str]], dict]:
+    from stacktok_export.export.gguf_fmt import read_gguf
 
-    return read_gguf_fields(path)
+    return read_gguf(path)

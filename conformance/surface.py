@@ -37,6 +37,7 @@ keys outside ``tokenizer.ggml.*``.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -45,8 +46,10 @@ from typing import Any, TypeVar
 
 from stacktok_export import StackTokenizer
 from stacktok_export.export.bytelevel import from_chars, to_chars
+from stacktok_export.export.gguf_fmt import padding_tokens
+from stacktok_export.export.gguf_model import embedding_rows
 
-from .layout import Exports, gguf_fields
+from .layout import Exports, gguf_fields, gguf_tensors
 from .rows import FILES, Row, skip
 
 T = TypeVar("T")
@@ -431,8 +434,10 @@ def _list_diffs_by_id(
     return out
 
 
-def _gguf_token_diffs(fields: dict[str, Any], exp: _Expected) -> list[_Diff]:
+def _gguf_token_diffs(fields: dict[str, Any], exp: _Expected, *, rows: int = 0) -> list[_Diff]:
+    """Id by id; a model GGUF's ids past the artifact's (``rows``) must be ``[PAD{i}]`` (UNUSED)."""
     n = len(exp.chars)
+    pad, pad_types = padding_tokens(len(exp.gguf_tokens), rows)
 
     def show_token(token_id: int, text: str) -> str:
         return _show_chars(text) if token_id < n else repr(text)
@@ -442,8 +447,9 @@ def _gguf_token_diffs(fields: dict[str, Any], exp: _Expected) -> list[_Diff]:
 
     tokens = fields.get(GGUF_PREFIX + "tokens")
     types = fields.get(GGUF_PREFIX + "token_type")
-    out = _list_diffs_by_id(GGUF_PREFIX + "tokens", tokens, exp.gguf_tokens, str, show=show_token, exp=exp)
-    out += _list_diffs_by_id(GGUF_PREFIX + "token_type", types, exp.gguf_types, int, show=show_type, exp=exp)
+    want, want_types = exp.gguf_tokens + pad, exp.gguf_types + pad_types
+    out = _list_diffs_by_id(GGUF_PREFIX + "tokens", tokens, want, str, show=show_token, exp=exp)
+    out += _list_diffs_by_id(GGUF_PREFIX + "token_type", types, want_types, int, show=show_type, exp=exp)
     return out
 
 
@@ -482,6 +488,18 @@ def _gguf_key_diffs(fields: dict[str, Any], exp: _Expected) -> list[_Diff]:
     return out
 
 
+def gguf_fix(path: Path | None, *, model: bool) -> str:
+    """The fix for a GGUF whose tokenizer metadata is wrong: ``stacktok export`` for the
+    vocab-only export, ``stacktok retokenize`` for a model GGUF (it holds weights)."""
+    name = path.name if path is not None else "the GGUF"
+    if model:
+        return (
+            f"put the artifact's tokenizer into the model: `stacktok retokenize {name} --out NEW.gguf` "
+            "(README: Shipping a GGUF)"
+        )
+    return f"rebuild {name} with `stacktok export`"
+
+
 def _gguf_rows(path: Path | None, exp: _Expected) -> list[Row]:
     checks = ("surface.gguf_tokens", "surface.gguf_keys")
     if path is None:
@@ -493,9 +511,11 @@ def _gguf_rows(path: Path | None, exp: _Expected) -> list[Row]:
         return [Row(c, FILES, "missing", why, GGUF_INSTALL) for c in checks]
     if isinstance(fields, str):
         return [Row(c, FILES, "fail", fields, f"rebuild {path.name} with `stacktok export`") for c in checks]
-    fix = f"rebuild {path.name} with `stacktok export`"
+    rows = embedding_rows(gguf_tensors(path))  # a model GGUF: padded rows, and retokenize is the fix
+    fix = gguf_fix(path, model=rows is not None)
+    token_diffs = functools.partial(_gguf_token_diffs, rows=rows or 0)
     return [
-        _verdict(checks[0], path.name, _guarded(path.name, _gguf_token_diffs, fields, exp), fix=fix),
+        _verdict(checks[0], path.name, _guarded(path.name, token_diffs, fields, exp), fix=fix),
         _verdict(checks[1], path.name, _guarded(path.name, _gguf_key_diffs, fields, exp), fix=fix),
     ]
 

@@ -33,7 +33,7 @@ PACKAGES: dict[str, str] = {
     "transformers": "transformers,transformers-reload",
     "tokenizers": "tokenizers",
     "tiktoken": "tiktoken",
-    "llama-cpp-python": "llama.cpp",
+    "llama-cpp-python": "llama.cpp,llama.cpp-detokenize",
     "vllm": "vllm",
     "trl": "trl",
 }

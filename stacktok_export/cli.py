@@ -413,6 +413,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--no-newline", action="store_true", help="no trailing newline (default: add one)")
     d.set_defaults(func=cmd_decode)
 
+    from .cli_retokenize import add_retokenize  # a model GGUF with our tokenizer (issue 15)
+
+    add_retokenize(sub)
+
     x = sub.add_parser("export", help="write tiktoken / HF / GGUF exports of an artifact")
     x.add_argument(
         "--artifact",

@@ -179,4 +179,4 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
 
 
 def test_registry_names_are_the_documented_ones() -> None:
-    assert set(REGISTRY) == set(LOCAL) | {"vllm", "trl"}
+    assert set(REGISTRY) == set(LOCAL) | {"vllm", "trl", "llama.cpp-detokenize"}

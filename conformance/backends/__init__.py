@@ -24,9 +24,13 @@ REGISTRY: dict[str, str] = {
     "transformers": ".transformers_backend",
     "transformers-reload": ".transformers_backend",
     "llama.cpp": ".llama_backend",
+    "llama.cpp-detokenize": ".llama_backend",
     "vllm": ".vllm_backend",
     "trl": ".trl_backend",
 }
+
+#: backends that are a second path of another adapter module: name -> its factory's name
+LOADERS = {"transformers-reload": "load_reload", "llama.cpp-detokenize": "load_detokenize"}
 
 
 # transformers' import-time advice ("PyTorch was not found ...") says nothing about the checkpoint:
@@ -43,6 +47,7 @@ READS: dict[str, str] = {
     "transformers": "artifact",
     "transformers-reload": "tokenizer.json",
     "llama.cpp": ".gguf",
+    "llama.cpp-detokenize": ".gguf",
     "vllm": "tokenizer.json",
     "trl": "tokenizer.json",
 }
@@ -61,7 +66,7 @@ def load_backend(name: str, exports: Exports) -> Backend:
         module = importlib.import_module(REGISTRY[name], __name__)
     except ModuleNotFoundError as exc:
         raise BackendMissing(f"the {name} adapter cannot be imported ({exc})") from None
-    loader = getattr(module, "load_reload" if name == "transformers-reload" else "load")
+    loader = getattr(module, LOADERS.get(name, "load"))
     return loader(exports)
 
 

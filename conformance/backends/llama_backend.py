@@ -1,7 +1,19 @@
-"""llama.cpp (llama-cpp-python) over the vocab-only GGUF.
+"""llama.cpp (llama-cpp-python) over the GGUF: its encode path and both of its decode paths.
 
 :class:`LlamaCppTokenizer` is llama.cpp's tokenizer over the GGUF, through
-llama-cpp-python's C API; :class:`LlamaCppBackend` adapts it to the gate.
+llama-cpp-python's C API. Two backends adapt it to the gate, one per decode path
+llama.cpp offers, so each is its own row:
+
+- ``llama.cpp`` (:class:`LlamaCppBackend`): encode, and decode by joining
+  ``llama_token_to_piece(special=True)`` pieces -- what llama-server streams and
+  what its ``/detokenize`` endpoint returns (``tokens_to_str``).
+- ``llama.cpp-detokenize`` (:class:`LlamaCppDetokenizeBackend`): decode only, through
+  the C ``llama_detokenize`` with ``common_detokenize``'s defaults
+  (``remove_special=False, unparse_special=True``) -- what ``common_detokenize`` users
+  get: llama-server's echoed ``prompt`` field, ``mtmd-cli``, the DRY sampler's and
+  llguidance's token strings. It applies ``clean_spaces``
+  (:mod:`conformance.clean_spaces`); the declaration ``llama.cpp-detokenize-clean-spaces``
+  covers exactly that.
 
 Safe path: ``llama_tokenize(..., add_special=False, parse_special=False)``;
 trusted: ``parse_special=True``. ``encode`` never adds BOS/EOS and calls
@@ -10,11 +22,10 @@ trusted: ``parse_special=True``. ``encode`` never adds BOS/EOS and calls
 tokenizes twice). Default: ``Llama.tokenize(text)`` -- adds BOS when the GGUF
 says so and does not parse specials (recorded).
 
-Decoding is byte-exact: ``decode_bytes`` joins
+Piece decoding is byte-exact: ``decode_bytes`` joins
 ``llama_token_to_piece(special=True)`` pieces itself, because
 ``Llama.detokenize`` drops pieces over 32 bytes (llama-cpp-python#2362) and a
-leading space after BOS, and the C ``llama_detokenize`` applies
-``clean_spaces``.
+leading space after BOS (that third, Python-only path is not a row).
 
 ``llama_cpp`` is imported only when a tokenizer is opened, so importing this
 module never needs llama-cpp-python.
@@ -31,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ..layout import Exports
-from ..protocol import ExportAbsent
+from ..protocol import Capability, ExportAbsent
 from . import require
 from ._base import TOKENIZER_CAPS, BaseBackend
 
@@ -63,17 +74,24 @@ class LlamaCppTokenizer:
     Raises BackendMissing if llama-cpp-python is not installed.
     """
 
-    def __init__(self, gguf_path: str | os.PathLike[str]) -> None:
+    def __init__(self, gguf_path: str | os.PathLike[str], *, weights: bool = False) -> None:
         self._lib: Any = require("llama_cpp", "llama")
         _capture_llama_log(self._lib)
         self.path = Path(gguf_path)
+        #: with ``weights`` the model GGUF's tensors are loaded too (``llama`` then generates)
+        extra = {"n_ctx": 256, "n_threads": 1} if weights else {"vocab_only": True}
         try:
-            self._llama = self._lib.Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+            self._llama = self._lib.Llama(model_path=str(self.path), verbose=False, **extra)
         except ValueError as exc:  # "Failed to load model from file": llama.cpp logged why
             why = " | ".join(line.strip() for line in _LLAMA_LOG if line.strip())[-400:]
             raise ValueError(f"{exc}; llama.cpp said: {why or 'nothing'}") from None
         self._vocab = self._lib.llama_model_get_vocab(self._llama.model)
         self.n_vocab: int = self._lib.llama_vocab_n_tokens(self._vocab)
+
+    @property
+    def llama(self) -> Any:
+        """The ``llama_cpp.Llama`` underneath (generation needs ``weights=True``)."""
+        return self._llama
 
     @property
     def version(self) -> str:
@@ -143,6 +161,23 @@ class LlamaCppTokenizer:
             pieces.append(ctypes.string_at(buf, n))
         return b"".join(pieces)
 
+    def detokenize(
+        self, ids: Sequence[int], *, remove_special: bool = False, unparse_special: bool = True
+    ) -> bytes:
+        """``llama_detokenize`` with ``common_detokenize``'s defaults: ``clean_spaces`` applies."""
+        ids = [self._check_id(i) for i in ids]
+        tokens = (self._lib.llama_token * max(len(ids), 1))(*ids)
+        size = 8 * len(ids) + 16
+        for _ in range(2):  # a negative result is the size llama.cpp needs
+            buf = ctypes.create_string_buffer(size)
+            n = self._lib.llama_detokenize(
+                self._vocab, tokens, len(ids), buf, size, remove_special, unparse_special
+            )
+            if n >= 0:
+                return ctypes.string_at(buf, n)
+            size = -n
+        raise RuntimeError(f"llama_detokenize asked for {size} bytes twice for {len(ids)} tokens")
+
     def _check_id(self, token_id: int) -> int:
         # Out-of-range ids throw a C++ exception inside llama.cpp, which kills the process.
         try:
@@ -176,6 +211,23 @@ class LlamaCppBackend(BaseBackend):
 
     def default_encode(self, text: str) -> list[int]:
         return self.tok.default_tokenize(text)
+
+
+class LlamaCppDetokenizeBackend(LlamaCppBackend):
+    """llama.cpp's second decode path (``llama_detokenize``); encoding is the ``llama.cpp`` row's."""
+
+    name = "llama.cpp-detokenize"
+    capabilities = frozenset({Capability.DECODE, Capability.SINGLE_TOKENS})
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        return self.tok.detokenize(ids)
+
+
+def load_detokenize(exports: Exports) -> LlamaCppDetokenizeBackend:
+    require("llama_cpp", "llama")
+    if exports.gguf is None:
+        raise ExportAbsent("no .gguf file in the directory; run `stacktok export`")
+    return LlamaCppDetokenizeBackend(LlamaCppTokenizer(exports.gguf))
 
 
 def load(exports: Exports) -> LlamaCppBackend:

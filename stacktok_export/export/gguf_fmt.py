@@ -33,8 +33,9 @@ llama-cpp-python 0.3.36 vendors (commit 0c1e57098bba), ``src/llama-vocab.cpp``:
   on it.
 - ``"dbrx"`` and ``"smaug-bpe"`` (lines 2275-2280) set only the pre type:
   merges respected, no BOS, ``clean_spaces`` left at the BPE default (true;
-  it matters only to ``llama_detokenize``, which the llama.cpp backend's
-  decoder does not use). ``smaug-bpe`` names a Llama-3-tokenizer model
+  it matters only to ``llama_detokenize``; no GGUF key and no pre type with
+  this split turns it off: the ``llama.cpp-detokenize`` row declares it).
+  ``smaug-bpe`` names a Llama-3-tokenizer model
   (Smaug-Llama-3-70B, ``convert_hf_to_gguf_update.py:112``) and, unlike
   ``dbrx``, is not also an architecture name.
 
@@ -79,6 +80,7 @@ FINGERPRINT_KEY = "stacktok.fingerprint"
 ARTIFACT_KEY = "stacktok.artifact"
 TOKEN_TYPE_NORMAL = 1  # gguf.TokenType.NORMAL
 TOKEN_TYPE_CONTROL = 3  # gguf.TokenType.CONTROL
+TOKEN_TYPE_UNUSED = 5  # gguf.TokenType.UNUSED (embedding rows past the tokenizer's ids)
 METADATA_PREFIXES = ("general.", "tokenizer.", "stacktok.")
 
 _INSTALL = {"gguf": "pip install 'stacktok[gguf]'  (or: pip install gguf numpy)"}
@@ -122,10 +124,27 @@ def merge_strings(tok: StackTokenizer) -> list[str]:
 
 def _add_metadata(writer: gguf.GGUFWriter, tok: StackTokenizer) -> None:
     writer.add_name(tok.name)
+    add_tokenizer_metadata(writer, tok)
+
+
+def padding_tokens(n_tokens: int, rows: int) -> tuple[list[str], list[int]]:
+    """``[PAD{i}]`` strings and UNUSED types for embedding rows past the tokenizer's ids.
+
+    llama.cpp sizes ``token_embd`` from the token list, so a model whose embeddings are padded
+    (to a multiple of 64/128) needs one token per row; ``convert_hf_to_gguf.py`` writes the same.
+    """
+    extra = range(n_tokens, max(rows, n_tokens))
+    return [f"[PAD{i}]" for i in extra], [TOKEN_TYPE_UNUSED] * len(extra)
+
+
+def add_tokenizer_metadata(writer: gguf.GGUFWriter, tok: StackTokenizer, *, rows: int = 0) -> None:
+    """Every ``tokenizer.*`` and ``stacktok.*`` key of ``tok`` (token list padded to ``rows``)."""
+    strings, types = token_strings(tok), token_types(tok)
+    pad_strings, pad_types = padding_tokens(len(strings), rows)
     writer.add_tokenizer_model(TOKENIZER_MODEL)
     writer.add_tokenizer_pre(TOKENIZER_PRE)
-    writer.add_token_list(token_strings(tok))
-    writer.add_token_types(token_types(tok))
+    writer.add_token_list(strings + pad_strings)
+    writer.add_token_types(types + pad_types)
     writer.add_token_merges(merge_strings(tok))
     for text, key in _SPECIAL_ID_KEYS.items():
         if text in tok.special_to_id:
@@ -194,13 +213,21 @@ def read_gguf_fields(path: str | os.PathLike[str]) -> dict[str, tuple[Any, str]]
 
     Raises gguf-py's own error for a file it cannot read (``ImportError`` without gguf).
     """
+    return read_gguf(path)[0]
+
+
+def read_gguf(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[int, ...]]]:
+    """:func:`read_gguf_fields` and every tensor's GGUF shape (``ne`` order), in one read."""
     gguf = require("gguf")
+    reader = gguf.GGUFReader(path)
     out: dict[str, tuple[Any, str]] = {}
-    for name, field in gguf.GGUFReader(path).fields.items():
+    for name, field in reader.fields.items():
         kinds = [t.name for t in field.types]
         kind = (kinds[0] + "".join(f"[{k}]" for k in kinds[1:])) if kinds else "?"
         out[name] = (field.contents(), kind)
-    return out
+    return out, {t.name: tuple(int(x) for x in t.shape) for t in reader.tensors}
 
 
 def read_gguf_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
