@@ -424,9 +424,10 @@ def export(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Benchmarks as ratios vs tiktoken / HF tokenizers / rustbpe (needs data/sample, see README)."""
-    install_project(session, "hf", "tiktoken", "gguf", pins=("rustbpe", llama_wheel(session)))
+    install_project(session, "hf", "tiktoken", "gguf", "ray", pins=("rustbpe", llama_wheel(session)))
     session.run("python", "benchmarks/bench_encode.py", *session.posargs)
     session.run("python", "benchmarks/bench_gate.py")
+    session.run("python", "benchmarks/bench_pack.py", "--memory-gb", "1")
     session.run("python", "benchmarks/bench_fuzz.py", "--seconds", "60")
     sample = os.path.join("data", "sample", "train.txt")
     if os.path.exists(sample):
