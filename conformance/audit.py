@@ -56,7 +56,7 @@ import regex
 from stacktok_export import ArtifactError, StackTokenizer
 from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
-from stacktok_export.drift import Shape, choose_shape
+from stacktok_export.drift import STAND_INS, Shape, choose_shape, hypothesis_ids
 from stacktok_export.export.bytelevel import from_chars
 from stacktok_export.pretokenize import LLAMA3_PATTERN, engine_info
 from stacktok_export.progress import Progress
@@ -81,8 +81,6 @@ SENTINELS: tuple[tuple[str, int], ...] = (
     ("17.0", 0x323B0),
     ("18.0", 0x3D000),
 )
-#: a stand-in character of each class the Llama-3 split depends on
-STAND_INS = {"L": "a", "N": "5", "S": "\u2003", "O": "!"}
 SANITY_TEXT = "Hello world, it's 2026!\n\tdef f(x):\n        return x ** 2  # ok\r\n"
 VIOLATIONS = ("self_reachable", "duplicate_bytes", "merge_order", "specials_unreachable")
 
@@ -571,12 +569,6 @@ def reference_class(ch: str) -> str:
         if regex.match(pat, ch):
             return cls
     return "O"
-
-
-def hypothesis_ids(tok: StackTokenizer, shape: Shape, ch: str, cls: str) -> list[int]:
-    """The reference's ids for ``shape.text(ch)`` if ``ch`` were of class ``cls``."""
-    real, stand = shape.text(ch), shape.text(STAND_INS[cls])
-    return [i for m in tok._split_re.finditer(stand) for i in tok._bpe(real[m.start() : m.end()].encode())]
 
 
 def backend_class(tok: StackTokenizer, shape: Shape, ch: str, ids: list[int]) -> str:

@@ -6,8 +6,9 @@ those holding a code point tiktoken's regex tables classify differently
 (:class:`~stacktok_export.drift.DriftCache`, asked once per code point), so
 the ids are the reference's by construction; and the *verified* ones -- a
 deterministic sample chosen by document number (``rate``), every document
-holding a special-token string, or all with ``rate=1`` -- are encoded by both
-and compared. A difference is returned as a :class:`Mismatch`, never written.
+holding a special-token string or a code point tiktoken encodes differently
+for a reason no Unicode table explains, or all with ``rate=1`` -- are encoded
+by both and compared. A difference is returned as a :class:`Mismatch`, never written.
 
 Out of scope: which process runs this (``engines``) and where ids go (``writer``).
 """
@@ -149,10 +150,11 @@ class DocEncoder:
             return None, SKIPPED
         if not text and not self.keep_empty:
             return None, EMPTY
-        if self.drift.any_drift(text):
+        tables, other = self.drift.scan(text)
+        if tables and other is None:
             return self.ref.encode(text), REFERENCE
         ids = self._fast(text)
-        if not (sampled(source, number, self.rate) or self._has_special(text)):
+        if other is None and not (sampled(source, number, self.rate) or self._has_special(text)):
             return ids, 0
         ref, got = self.ref.encode(text), ids.tolist()
         if ref != got:
