@@ -16,6 +16,7 @@ Out of scope: regex differences that are not character classes (llama.cpp's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -77,6 +78,9 @@ class DriftCache:
     _safe: set[str] = field(default_factory=lambda: {chr(c) for c in range(128)})
     _drifting: set[str] = field(default_factory=set)
     _other: set[str] = field(default_factory=set)
+    _pattern: re.Pattern[str] | None = None
+    _built: int = 0
+    _misses: int = 0
 
     def __post_init__(self) -> None:
         if self.shape is None:
@@ -110,16 +114,27 @@ class DriftCache:
         return self.status(ch) == TABLES
 
     def scan(self, text: str) -> tuple[bool, str | None]:
-        """``(text holds a TABLES code point, the first OTHER code point or None)``; set
-        operations in C answer the code points already known."""
-        if text.isascii():
+        """``(text holds a TABLES code point, the first OTHER code point or None)``.
+
+        Text of known-safe code points is answered by one regex search (a negated class of
+        them, rebuilt as the safe set grows), the rest by asking each new code point once.
+        """
+        if text.isascii() or not self._unknown().search(text):
             return False, None
         chars = set(text)
         if chars <= self._safe:
+            self._misses += 1
             return False, None
         statuses = {ch: self.status(ch) for ch in sorted(chars - self._safe)}
         other = next((ch for ch, st in statuses.items() if st == OTHER), None)
         return TABLES in statuses.values(), other
+
+    def _unknown(self) -> re.Pattern[str]:
+        """A pattern matching any code point not (yet) known safe; rebuilt every 16 misses."""
+        if self._pattern is None or (self._misses >= 16 and len(self._safe) != self._built):
+            body = "".join(f"\\U{ord(c):08x}" for c in sorted(self._safe))
+            self._pattern, self._built, self._misses = re.compile(f"[^{body}]"), len(self._safe), 0
+        return self._pattern
 
     def any_drift(self, text: str) -> bool:
         """Whether ``text`` holds a code point the encoder's tables classify differently."""
