@@ -244,10 +244,11 @@ def cmd_pack(args: argparse.Namespace) -> int:
 
     try:
         if args.check:
-            if args.inputs or not args.out:
-                raise UsageError("--check takes the pack directory as --out DIR and no inputs")
+            dirs = [*args.inputs, *([args.out] if args.out else [])]
+            if len(dirs) != 1:
+                raise UsageError("--check takes one pack directory: stacktok pack --check DIR")
             return _report_check(
-                check_pack(args.out, artifact=args.artifact, rate=_rate(args.verify)), args.out
+                check_pack(dirs[0], artifact=args.artifact, rate=_rate(args.verify)), dirs[0]
             )
         if not args.out:
             raise UsageError("--out DIR is required: the directory to write the shards into")
@@ -474,7 +475,11 @@ def _add_pack(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--engine", choices=("local", "ray"), default="local", help="process pool or Ray Data")
     k.add_argument("--workers", type=int, default=0, help="encoder processes (default: one per core)")
     k.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
-    k.add_argument("--check", action="store_true", help="re-hash and re-verify the pack in --out DIR")
+    k.add_argument(
+        "--check",
+        action="store_true",
+        help="stacktok pack --check DIR: re-hash every shard, re-encode a sample",
+    )
     k.add_argument("--quiet", action="store_true", help="no progress bar")
     k.set_defaults(func=cmd_pack)
 

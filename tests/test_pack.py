@@ -224,6 +224,11 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     assert r.returncode == 2 and "column 'text' is int64, not a string" in r.stderr, r.stderr
     r = _cli("pack", "a.txt", "--out", "out2", "--errors", "replace", "--quiet", cwd=tmp_path)
     assert r.returncode == 0 and "replaced 1" in r.stdout, r.stderr
+    r = _cli("pack", "--check", "out2", cwd=tmp_path)
+    assert r.returncode == 0 and "out2: OK" in r.stdout, r.stdout + r.stderr
+    (tmp_path / "out2" / "shard-00000.bin").write_bytes(b"\0\0")
+    r = _cli("pack", "--check", "out2", cwd=tmp_path)
+    assert r.returncode == 1 and "sha256 differs" in r.stdout, r.stdout + r.stderr
 
 
 def test_killed_run_resumes_keeping_finished_shards(jsonl: Path, tmp_path: Path) -> None:

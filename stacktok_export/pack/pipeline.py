@@ -268,6 +268,7 @@ def _write(
                         write_text_atomic(out / JOURNAL, _dumps({**head, "shards": shards}))
                 bar.set(min(before[e.source] + e.consumed, sum(sizes)) // 1_000_000)
         except BaseException:
+            writer.abort()
             bar.close(line=False)  # the error is the line the user needs
             raise
         if writer.documents:

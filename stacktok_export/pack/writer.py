@@ -12,8 +12,10 @@ A pack directory holds, per shard ``shard-NNNNN``:
   ``--data-path DIR/shard-00000`` reads it unchanged.
 
 A shard closes once it holds at least ``shard_tokens`` tokens and never splits
-a document (one longer than that fills a shard alone). Files are written
-atomically; ``sha256`` of each ``.bin`` goes to the manifest.
+a document (one longer than that fills a shard alone). Tokens stream into a
+temp file as documents arrive (memory does not grow with the shard), which is
+renamed into place when the shard closes; ``sha256`` of each ``.bin`` goes to
+the manifest.
 
 Hand-written: the Megatron index is 5 header fields and 3 arrays; its only
 writer (``megatron-core``) needs torch. Out of scope: Megatron's multimodal
@@ -24,10 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import struct
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -89,7 +93,9 @@ class ShardWriter:
     next_index: int = 0
 
     def __post_init__(self) -> None:
-        self._parts: list[np.ndarray] = []
+        self._file: BinaryIO | None = None  # the open shard's temp file: tokens go to disk as they come
+        self._tmp: Path | None = None
+        self._digest = hashlib.sha256()
         self._lengths: list[int] = []
         self._tokens = 0
         self.counts = zero_counts()
@@ -104,7 +110,14 @@ class ShardWriter:
         self._end = (source, number + 1)
         if not len(ids):
             return None
-        self._parts.append(ids)
+        if self._file is None:
+            fd, tmp = tempfile.mkstemp(
+                prefix=f".{shard_name(self.next_index)}.bin.", suffix=".tmp", dir=self.out
+            )
+            self._file, self._tmp = os.fdopen(fd, "wb"), Path(tmp)
+        data = ids.astype("<u2", copy=False).tobytes()
+        self._file.write(data)
+        self._digest.update(data)
         self._lengths.append(len(ids))
         self._tokens += len(ids)
         return self.flush() if self._tokens >= self.shard_tokens else None
@@ -114,12 +127,17 @@ class ShardWriter:
         return len(self._lengths)
 
     def flush(self) -> dict[str, Any]:
-        """Write the open shard (it holds at least one document) and describe it."""
+        """Close the open shard (it holds at least one document): rename its tokens into place,
+        write its offsets (and Megatron index), describe it."""
+        if self._file is None or self._tmp is None:
+            raise RuntimeError("flush() without an open shard")
         name = shard_name(self.next_index)
-        tokens = np.concatenate(self._parts).astype("<u2", copy=False)
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        os.chmod(self._tmp, 0o644)
+        os.replace(self._tmp, self.out / f"{name}.bin")
         lengths = np.asarray(self._lengths, dtype=np.int64)
-        data = tokens.tobytes()
-        write_bytes_atomic(self.out / f"{name}.bin", data)
         offsets = np.zeros(len(lengths) + 1, dtype="<u8")
         np.cumsum(lengths, out=offsets[1:])
         write_bytes_atomic(self.out / f"{name}.offsets.npy", _npy(offsets))
@@ -128,15 +146,24 @@ class ShardWriter:
         shard = {
             "name": name,
             "documents": int(len(lengths)),
-            "tokens": int(len(tokens)),
-            "sha256": hashlib.sha256(data).hexdigest(),
+            "tokens": int(self._tokens),
+            "sha256": self._digest.hexdigest(),
             "counts": self.counts,
             "end": list(self._end or (0, 0)),
         }
-        self._parts, self._lengths, self._tokens = [], [], 0
+        self._file = self._tmp = None
+        self._digest, self._lengths, self._tokens = hashlib.sha256(), [], 0
         self.counts = zero_counts()
         self.next_index += 1
         return shard
+
+    def abort(self) -> None:
+        """Drop the open shard's temp file (the run stopped before the shard was complete)."""
+        if self._file is not None:
+            self._file.close()
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+        self._file = self._tmp = None
 
 
 def shard_files(name: str, fmt: str) -> list[str]:
