@@ -30,6 +30,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import IO, Any
 
@@ -224,7 +225,7 @@ def _text_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Documen
         cur.before += len(data)
         return
     carry, start, number = b"", 0, 0  # carry begins at byte ``start`` of the file
-    for block in [*_blocks(path), None]:
+    for block in chain(_blocks(path), [None]):
         carry += block or b""
         last = 0
         for m in _PARAGRAPH_BREAK.finditer(carry):
@@ -251,7 +252,7 @@ def _paragraph(
 
 def _jsonl_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
     carry, lineno, pos = b"", 0, 0
-    for block in [*_blocks(path), b"\n"]:
+    for block in chain(_blocks(path), [b"\n"]):
         carry += block
         *lines, carry = carry.split(b"\n")
         for line in lines:

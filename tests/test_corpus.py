@@ -127,3 +127,24 @@ def test_expand_inputs(tmp_path: Path) -> None:
     assert corpus.expand_inputs([str(tmp_path / "*.txt")]) == want
     with pytest.raises(CorpusError, match="matches no readable file"):
         corpus.expand_inputs([str(tmp_path / "missing.txt")])
+
+
+@pytest.mark.parametrize(
+    ("name", "block", "opts"),
+    [
+        ("a.jsonl", b'{"text": "x"}\n' * 10, {}),
+        ("a.txt", b"para\n\n" * 10, {"text_docs": "paragraph"}),
+    ],
+)
+def test_reading_streams_block_by_block(name: str, block: bytes, opts: dict, monkeypatch) -> None:
+    """The first document comes after one block is read, not after the whole file (memory)."""
+    pulled = []
+
+    def blocks(path):
+        for i in range(100):
+            pulled.append(i)
+            yield block
+
+    monkeypatch.setattr(corpus, "_blocks", blocks)
+    first = next(corpus.read_input(name, options=CorpusOptions(**opts)))
+    assert first.text in ("x", "para") and len(pulled) == 1
