@@ -83,6 +83,7 @@ class Bar:
         self.start = time.monotonic()
         self._last_line = self.start  # plain mode: when the last line was written
         self._tqdm: Any = None  # terminal mode: the tqdm bar
+        self._note = ""
         self._position = -1
 
     def update(self, n: int = 1) -> None:
@@ -98,6 +99,13 @@ class Bar:
             if not self.closed:
                 step, self.done = done - self.done, done
                 self._owner._changed(self, step)
+
+    def note(self, text: str) -> None:
+        """A short status shown after the counts (e.g. ``"1,234 docs"``), updated at the next redraw."""
+        with self._owner._lock:
+            self._note = text
+            if self._tqdm is not None:
+                self._tqdm.set_postfix_str(text, refresh=False)
 
     def close(self, *, line: bool = True) -> None:
         """The work is over: remove the bar and write its "done" line (once; none if ``line=False``,
@@ -118,6 +126,8 @@ class Bar:
         elapsed = time.monotonic() - self.start
         rate = self.done / elapsed if elapsed > 0 else 0.0
         line = f"{self.name}: {self.done:,}/{self.total:,} {self.unit}"
+        if self._note:
+            line += f" ({self._note})"
         if rate > 0 and self.done < self.total:
             line += f", {rate:,.0f}/s, ETA {_seconds((self.total - self.done) / rate)}"
         return line
@@ -125,8 +135,9 @@ class Bar:
     def done_line(self) -> str:
         """The final line: "done" when all the work was counted, else where it stopped."""
         took = _seconds(time.monotonic() - self.start)
+        note = f" ({self._note})" if self._note else ""
         if self.done >= self.total:
-            return f"{self.name}: done, {self.done:,}/{self.total:,} {self.unit} in {took}"
+            return f"{self.name}: done, {self.done:,}/{self.total:,} {self.unit}{note} in {took}"
         return f"{self.name}: stopped at {self.done:,}/{self.total:,} {self.unit} after {took}"
 
 

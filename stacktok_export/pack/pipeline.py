@@ -254,6 +254,7 @@ def _write(
     before = [sum(sizes[:k]) for k in range(len(sizes))]
     with Progress(quiet=opts.quiet) as progress:
         bar = progress.bar("pack", -(-sum(sizes) // 1_000_000), unit="MB")
+        docs = 0
         try:
             for e in results:
                 if e.mismatch is not None:
@@ -266,6 +267,8 @@ def _write(
                     if shard is not None:
                         shards.append(shard)
                         write_text_atomic(out / JOURNAL, _dumps({**head, "shards": shards}))
+                docs += len(e.lengths)
+                bar.note(f"{docs:,} docs, {len(shards)} shards")
                 bar.set(min(before[e.source] + e.consumed, sum(sizes)) // 1_000_000)
         except BaseException:
             writer.abort()
@@ -273,5 +276,6 @@ def _write(
             raise
         if writer.documents:
             shards.append(writer.flush())
+        bar.note(f"{docs:,} docs, {len(shards)} shards")
         bar.set(bar.total)
         bar.close()
