@@ -62,17 +62,34 @@ def batches(
             yield Batch(source, docs, consumed)
 
 
-def run_local(
-    paths: Sequence[str], options: CorpusOptions, spec: EncoderSpec, *, start: tuple[int, int], workers: int
-) -> Iterator[Encoded]:
+def start_pool(spec: EncoderSpec, *, workers: int) -> ProcessPoolExecutor | None:
+    """Start ``workers`` encoder processes now (they load the tokenizer while the caller reads
+    and hashes its inputs); ``None`` for one worker, which encodes in-process."""
     if workers <= 1:
+        return None
+    pool = ProcessPoolExecutor(
+        workers, mp_context=mp.get_context("spawn"), initializer=init_worker, initargs=(spec,)
+    )
+    for _ in range(workers):
+        pool.submit(int)  # spawns the processes and runs their initializer
+    return pool
+
+
+def run_local(
+    paths: Sequence[str],
+    options: CorpusOptions,
+    spec: EncoderSpec,
+    *,
+    start: tuple[int, int],
+    pool: ProcessPoolExecutor | None,
+    workers: int,
+) -> Iterator[Encoded]:
+    """Encoded batches in corpus order from ``pool`` (shut down at the end), or in-process."""
+    if pool is None:
         encoder = DocEncoder(spec)
         for batch in batches(paths, options, start=start):
             yield encoder.encode_batch(batch)
         return
-    pool = ProcessPoolExecutor(
-        workers, mp_context=mp.get_context("spawn"), initializer=init_worker, initargs=(spec,)
-    )
     pending: deque[Any] = deque()
     try:
         for batch in batches(paths, options, start=start):

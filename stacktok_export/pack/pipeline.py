@@ -34,7 +34,7 @@ from ..corpus import CorpusOptions, describe_inputs
 from ..pretokenize import engine_info
 from ..progress import Progress
 from .encode import EMPTY, FLAG_NAMES, REFERENCE, SKIPPED, VERIFIED, Encoded, EncoderSpec
-from .engines import ENGINES, run_local, run_ray
+from .engines import ENGINES, run_local, run_ray, start_pool
 from .writer import COUNTS, FORMATS, ShardWriter, sha256_file, shard_files, zero_counts
 
 FORMAT = "stacktok-pack-v1"
@@ -209,19 +209,30 @@ def pack(
     _preflight(inputs, Path(out), opts)
     out_dir = Path(out)
     artifact = str(Path(opts.artifact) if opts.artifact else shipped_artifact_path())
-    head = header(load_tokenizer(artifact), describe_inputs(inputs), opts)
+    spec = EncoderSpec(artifact, opts.verify, opts.keep_empty)
+    workers = opts.workers or os.cpu_count() or 1
+    pool = start_pool(spec, workers=workers) if opts.engine == "local" else None
+    try:
+        return _pack(list(inputs), out_dir, opts, spec, pool=pool, workers=workers)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _pack(
+    inputs: list[str], out_dir: Path, opts: PackOptions, spec: EncoderSpec, *, pool: Any, workers: int
+) -> dict[str, Any]:
+    head = header(load_tokenizer(spec.artifact), describe_inputs(inputs), opts)
     state, shards = _resume_state(out_dir, head)
     if state == "done":
         return _read_json(out_dir / MANIFEST)
     out_dir.mkdir(parents=True, exist_ok=True)
     _clean(out_dir, len(shards))
     start = tuple(shards[-1]["end"]) if shards else (0, 0)
-    spec = EncoderSpec(artifact, opts.verify, opts.keep_empty)
-    workers = opts.workers or os.cpu_count() or 1
     if opts.engine == "ray":
-        results = run_ray(list(inputs), opts.corpus, spec, start=start, workers=workers, address=opts.address)
+        results = run_ray(inputs, opts.corpus, spec, start=start, workers=workers, address=opts.address)
     else:
-        results = run_local(list(inputs), opts.corpus, spec, start=start, workers=workers)
+        results = run_local(inputs, opts.corpus, spec, start=start, pool=pool, workers=workers)
     writer = ShardWriter(out_dir, opts.shard_tokens, opts.fmt, next_index=len(shards))
     _write(results, writer, head, shards, out_dir, opts)
     manifest = {**head, "shards": shards, "totals": _totals(shards, writer.counts)}
