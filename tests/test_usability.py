@@ -338,3 +338,16 @@ def test_sigterm_during_export_leaves_no_temp_files(tmp_path: Path) -> None:
     assert proc.returncode == 143, err
     assert err.strip() == "stacktok: terminated"
     assert dot_entries(out) == []
+
+
+def test_every_package_ships_in_the_wheel() -> None:
+    """A package directory missing from pyproject's list works editable and breaks when installed."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for top in ("stacktok_cli", "stacktok_export", "conformance")
+        for p in (ROOT / top).rglob("__init__.py")
+    }
+    assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
