@@ -378,9 +378,10 @@ def _add_corpus_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--column", default="text", help="Parquet: the document column (default: text)")
     p.add_argument(
         "--text-docs",
-        choices=("file", "paragraph"),
+        choices=("file", "paragraph", "line"),
         default="file",
-        help="text files: one document per file, or per blank-line-separated paragraph (default: file)",
+        help="text files: one document per file, per blank-line-separated paragraph, or per line "
+        "(default: file)",
     )
     p.add_argument(
         "--errors",

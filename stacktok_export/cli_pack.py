@@ -34,7 +34,12 @@ def add_pack(sub: argparse._SubParsersAction) -> None:
         "--verify", default="0.01", help="fraction re-encoded by the reference, or 'all' (default: 0.01)"
     )
     k.add_argument("--engine", choices=("local", "ray"), default="local", help="process pool or Ray Data")
-    k.add_argument("--workers", type=int, default=0, help="encoder processes (default: one per core)")
+    k.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="encoders (default: one per core; Ray: one per cluster CPU, less one)",
+    )
     k.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
     k.add_argument(
         "--check",

@@ -5,10 +5,11 @@ input, read as text). The kind follows the name: ``*.jsonl`` / ``*.jsonl.gz`` /
 ``*.ndjson`` are JSON Lines (one object per line, the document is ``field``),
 ``*.parquet`` is Parquet (the document is the string column ``column``, read in
 record batches with pyarrow), anything else is UTF-8 text, gzip-compressed when
-it ends in ``.gz``. Text files hold one document each (``text_docs="file"``) or
-one per run of lines separated by blank lines (``"paragraph"``: a line of spaces
-and tabs only separates; the separator and the last line ending of a document
-are not part of it).
+it ends in ``.gz``. Text files hold one document each (``text_docs="file"``, at
+most :data:`MAX_DOCUMENT_BYTES`), one per run of lines separated by blank lines
+(``"paragraph"``: a line of spaces and tabs only separates; the separator and
+the last line ending of a document are not part of it), or one per line
+(``"line"``: its line ending is not part of it; an empty line is an empty document).
 
 Bytes are decoded here, never by ``open()``: line endings are kept as they are
 (CRLF stays CRLF). Invalid UTF-8 (and, in JSON, an escaped lone surrogate) stops
@@ -36,7 +37,8 @@ from typing import IO, Any
 
 BLOCK = 8 << 20
 ERRORS = ("strict", "replace", "skip")
-TEXT_DOCS = ("file", "paragraph")
+TEXT_DOCS = ("file", "paragraph", "line")
+MAX_DOCUMENT_BYTES = 1 << 30  # a whole-file document over this is refused (memory)
 _PARAGRAPH_BREAK = re.compile(rb"\r?\n(?:[ \t]*\r?\n)+")
 _BLANKS = re.compile(rb"[ \t\r]*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -218,11 +220,11 @@ def _no_surrogates(text: str, *, errors: str, where: str) -> tuple[str | None, i
 
 # ------------------------------------------------------------------ readers
 def _text_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
+    if opts.text_docs == "line":
+        yield from _lines(path, opts, cur)
+        return
     if opts.text_docs == "file":
-        data = b"".join(_blocks(path))
-        text, replaced = decode(data, errors=opts.errors, where=path, offset=0)
-        yield cur.doc(text, path, replaced, len(data))
-        cur.before += len(data)
+        yield _whole_file(path, opts, cur)
         return
     carry, start, number = b"", 0, 0  # carry begins at byte ``start`` of the file
     for block in chain(_blocks(path), [None]):
@@ -240,6 +242,40 @@ def _text_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Documen
         number += 1
         yield from _paragraph(tail, path, number, start, opts, cur)
     cur.before += start + len(carry)
+
+
+def _whole_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Document:
+    parts, size = [], 0
+    for block in _blocks(path):
+        size += len(block)
+        if size > MAX_DOCUMENT_BYTES:
+            raise CorpusError(
+                f"{path}: over {MAX_DOCUMENT_BYTES:,} bytes as one document (--text-docs file holds a "
+                "document whole in memory); split it, or use --text-docs paragraph|line"
+            )
+        parts.append(block)
+    data = b"".join(parts)
+    text, replaced = decode(data, errors=opts.errors, where=path, offset=0)
+    return cur.doc(text, path, replaced, len(data))
+
+
+def _lines(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
+    """One document per line, its ``\\n`` (and a ``\\r`` before it) not part of it."""
+    carry, lineno, pos = b"", 0, 0
+    for block in _blocks(path):
+        carry += block
+        *lines, carry = carry.split(b"\n")
+        for line in lines:
+            lineno += 1
+            yield _line_doc(line.removesuffix(b"\r"), f"{path}:{lineno}", pos, opts, cur)
+            pos += len(line) + 1
+    if carry:
+        yield _line_doc(carry.removesuffix(b"\r"), f"{path}:{lineno + 1}", pos, opts, cur)
+
+
+def _line_doc(line: bytes, where: str, pos: int, opts: CorpusOptions, cur: _Cursor) -> Document:
+    text, replaced = decode(line, errors=opts.errors, where=where, offset=pos)
+    return cur.doc(text, where, replaced, pos + len(line) + 1)
 
 
 def _paragraph(

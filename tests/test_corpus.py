@@ -148,3 +148,22 @@ def test_reading_streams_block_by_block(name: str, block: bytes, opts: dict, mon
     monkeypatch.setattr(corpus, "_blocks", blocks)
     first = next(corpus.read_input(name, options=CorpusOptions(**opts)))
     assert first.text in ("x", "para") and len(pulled) == 1
+
+
+def test_one_document_per_line(tmp_path: Path, monkeypatch) -> None:
+    p = tmp_path / "a.txt"
+    p.write_bytes(b"first\r\n\nthird \xc3\xa9\nlast")
+    monkeypatch.setattr(corpus, "BLOCK", 3)
+    docs = list(corpus.read_input(str(p), options=CorpusOptions(text_docs="line")))
+    assert [d.text for d in docs] == ["first", "", "third \u00e9", "last"]
+    assert [d.where.rsplit(":", 1)[1] for d in docs] == ["1", "2", "3", "4"]
+
+
+def test_a_huge_whole_file_document_is_refused(tmp_path: Path, monkeypatch) -> None:
+    p = tmp_path / "big.txt"
+    p.write_bytes(b"x" * 5000)
+    monkeypatch.setattr(corpus, "MAX_DOCUMENT_BYTES", 4096)
+    with pytest.raises(
+        CorpusError, match="big.txt: over 4,096 bytes as one document.*--text-docs paragraph\\|line"
+    ):
+        _docs([p])

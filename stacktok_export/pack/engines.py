@@ -139,8 +139,13 @@ def run_ray(
         raise EngineError("--engine ray needs Ray Data: pip install 'stacktok[ray]'") from None
     if not ray.is_initialized():
         # locally one CPU more than encoders, for the read tasks
-        kwargs: dict[str, Any] = {"address": address} if address else {"num_cpus": workers + 1}
-        ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR", **kwargs)
+        kwargs: dict[str, Any] = {"address": address} if address else {"num_cpus": (workers or 1) + 1}
+        try:
+            ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR", **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise EngineError(f"cannot start or join Ray (--address {address or 'local'}): {exc}") from None
+    if not workers:  # a cluster: one encoder per CPU, one CPU left for reading
+        workers = max(1, int(ray.cluster_resources().get("CPU", 2)) - 1)
     logging.getLogger("ray").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", module=r"ray\.data\..*")  # "received 1 input(s)": one input file
     ctx = ray.data.DataContext.get_current()
@@ -158,5 +163,12 @@ def run_ray(
         fn_kwargs={"paths": list(paths), "options": options, "start": start},
     )
     ds = ds.map_batches(_RayEncoder, batch_size=1, fn_constructor_args=(spec,), concurrency=workers)
-    for row in ds.iter_rows():
-        yield pickle.loads(row["encoded"])
+    try:
+        for row in ds.iter_rows():
+            yield pickle.loads(row["encoded"])
+    except (ray.exceptions.RayError, OSError) as exc:
+        first = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
+        raise EngineError(
+            f"the Ray run failed: {first}; every node needs stacktok, the inputs and the artifact at the "
+            "same paths. Rerun the same command to resume"
+        ) from None

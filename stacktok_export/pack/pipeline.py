@@ -210,7 +210,8 @@ def pack(
     out_dir = Path(out)
     artifact = str(Path(opts.artifact) if opts.artifact else shipped_artifact_path())
     spec = EncoderSpec(artifact, opts.verify, opts.keep_empty)
-    workers = opts.workers or os.cpu_count() or 1
+    # local: one per core; ray: 0 = one per CPU of the cluster (known once Ray is up)
+    workers = opts.workers or (0 if opts.engine == "ray" else os.cpu_count() or 1)
     pool = start_pool(spec, workers=workers) if opts.engine == "local" else None
     try:
         return _pack(list(inputs), out_dir, opts, spec, pool=pool, workers=workers)
