@@ -167,3 +167,19 @@ def test_a_huge_whole_file_document_is_refused(tmp_path: Path, monkeypatch) -> N
         CorpusError, match="big.txt: over 4,096 bytes as one document.*--text-docs paragraph\\|line"
     ):
         _docs([p])
+
+
+def test_train_reads_jsonl_fields_and_keeps_crlf(tmp_path: Path) -> None:
+    from stacktok_export import StackTokenizer
+    from stacktok_export.cli import main
+
+    rows = [{"body": "line one\r\nline two\r\n" * 20}, {"body": "more\r\ntext\r\n" * 20}]
+    (tmp_path / "a.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    out = tmp_path / "t.json"
+    argv = ["train", str(tmp_path / "a.jsonl"), "--field", "body", "--vocab-size", "300", "--out", str(out)]
+    assert main([*argv, "--quiet"]) == 0
+    tok = StackTokenizer.load(out)
+    assert b"\r\n" in tok.token_bytes()  # learned from CRLF the reader kept
+    assert (
+        main(["train", str(tmp_path / "a.jsonl"), "--vocab-size", "300", "--out", str(out), "--quiet"]) == 2
+    )
