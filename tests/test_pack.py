@@ -263,3 +263,12 @@ def test_ray_engine_writes_identical_bytes(jsonl: Path, packed: Path, tmp_path: 
     finally:
         ray.shutdown()
     assert _files(tmp_path / "ray") == _files(packed)
+
+
+@pytest.mark.parametrize("length", [1, 7, 4096, 60_001])
+def test_windows_cross_shard_boundaries(packed: Path, length: int) -> None:
+    flat = [i for d in _want() for i in d]
+    windows = list(PackReader(packed).windows(length))
+    assert len(windows) == len(flat) // length and all(len(w) == length for w in windows)
+    if length > 1:
+        assert np.concatenate(windows).tolist() == flat[: len(windows) * length]

@@ -70,13 +70,19 @@ class PackReader:
         """Dense training windows of ``length`` tokens over all documents back to back (the rest dropped)."""
         if length < 1:
             raise ValueError(f"window length must be at least 1, got {length}")
-        carry = np.zeros(0, dtype="<u2")
+        carry = np.zeros(0, dtype="<u2")  # the tail of the previous shard (< length tokens)
         for tokens, _ in self.shards():
-            data = np.concatenate([carry, tokens]) if len(carry) else tokens
-            full = len(data) // length * length
-            for i in range(0, full, length):
-                yield np.asarray(data[i : i + length])
-            carry = np.array(data[full:])
+            start = 0
+            if len(carry):
+                start = min(length - len(carry), len(tokens))
+                carry = np.concatenate([carry, tokens[:start]])
+                if len(carry) < length:
+                    continue
+                yield carry
+            full = start + (len(tokens) - start) // length * length
+            for i in range(start, full, length):
+                yield np.asarray(tokens[i : i + length])  # a view of the memory map, no copy of the shard
+            carry = np.array(tokens[full:])
 
     @property
     def tokens(self) -> int:
