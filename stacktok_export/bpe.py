@@ -20,6 +20,8 @@ caller's job.
 from __future__ import annotations
 
 import heapq
+import itertools
+import operator
 import os
 import warnings
 from collections.abc import Collection, Iterable
@@ -50,6 +52,7 @@ SPLIT_PATTERN = LLAMA3_PATTERN
 
 _SHORT = 48  # pre-tokens up to this many bytes use the simple rescan loop
 _CACHE_MAX = 1 << 18  # cached pre-tokens before the cache is cleared
+_MISS = 1 << 30  # rank of a pair that never merges
 
 AllowedSpecial = Literal["all"] | Collection[str]
 
@@ -74,6 +77,9 @@ class StackTokenizer:
         for i, (a, b) in enumerate(self.merges):
             self._rank[(a << 16) | b] = NUM_BYTES + i
             table.append(table[a] + table[b])
+        # the same ranks keyed by two characters (one per id), for the str passes of _bpe_long
+        self._pair_rank = {chr(k >> 16) + chr(k & 0xFFFF): r for k, r in self._rank.items()}
+        self._rank_pair = {r: q for q, r in self._pair_rank.items()}
         nid = len(table)
         self.special_to_id = {}
         for s in specials:
@@ -177,31 +183,65 @@ class StackTokenizer:
         return self._bpe_long(data)
 
     def _bpe_short(self, ids: list[int]) -> list[int]:
-        """Rescan loop: merge every occurrence of the lowest-rank pair, repeat."""
-        rank = self._rank
-        miss = 1 << 30
-        while len(ids) > 1:
-            keys = [(a << 16) | b for a, b in zip(ids, ids[1:])]
-            best = min(rank.get(k, miss) for k in keys)
-            if best == miss:
+        """Merge the leftmost lowest-rank pair, one at a time; ``min``/``index`` run in C.
+
+        Keeps one rank per adjacent pair and updates only the two pairs around
+        each merge: O(n) C work per merge, cheapest for short pre-tokens.
+        """
+        get = self._rank.get
+        miss = _MISS
+        ranks = [get((a << 16) | b, miss) for a, b in zip(ids, ids[1:])]
+        while ranks:
+            r = min(ranks)
+            if r == miss:
                 break
-            out: list[int] = []
-            i, n = 0, len(ids)
-            while i < n:
-                if i + 1 < n and rank.get(keys[i]) == best:
-                    out.append(best)
-                    i += 2
-                else:
-                    out.append(ids[i])
-                    i += 1
-            ids = out
+            i = ranks.index(r)
+            ids[i] = r
+            del ids[i + 1]
+            del ranks[i]
+            if i < len(ranks):
+                ranks[i] = get((r << 16) | ids[i + 1], miss)
+            if i:
+                ranks[i - 1] = get((ids[i - 1] << 16) | r, miss)
         return ids
 
-    def _bpe_long(self, data: bytes) -> list[int]:
-        """Heap + linked list: O(n log n) for pre-tokens of any length."""
+    def _bpe_long(self, data: bytes, *, batch_work: int | None = None) -> list[int]:
+        """Long pre-tokens: whole-string passes while they are cheap, then the heap.
+
+        Each id is one character of a ``str``; the lowest-rank pair present is
+        merged everywhere at once by ``str.replace`` (leftmost, non-overlapping:
+        the BPE rule) and the new pairs around the merged id are found with
+        ``str.split``. A pass costs O(length) in C, so once the passes have
+        read ``batch_work`` characters (default 32 per input byte) the rest is
+        finished by :meth:`_bpe_heap`; the total stays O(n log n).
+        """
+        s = data.decode("latin-1")
+        budget = 32 * len(s) if batch_work is None else batch_work
+        pair_rank, rank_pair = self._pair_rank, self._rank_pair
+        get = pair_rank.get
+        heap = list(set(map(get, map(operator.add, s, s[1:]))) - {None})
+        heapq.heapify(heap)
+        while heap:
+            if budget < len(s):
+                return self._bpe_heap(list(map(ord, s)))
+            r = heapq.heappop(heap)
+            pair = rank_pair[r]
+            budget -= len(s)
+            if pair not in s:
+                continue  # stale: an earlier merge consumed every occurrence
+            c = chr(r)
+            s = s.replace(pair, c)
+            budget -= 2 * len(s)
+            for q in _pairs_around(s, c):
+                nr = get(q)
+                if nr is not None:
+                    heapq.heappush(heap, nr)
+        return list(map(ord, s))
+
+    def _bpe_heap(self, sym: list[int]) -> list[int]:
+        """Heap + linked list: O(n log n) for sequences of any length."""
         rank = self._rank
-        n = len(data)
-        sym = list(data)
+        n = len(sym)
         nxt = list(range(1, n + 1))
         prv = list(range(-1, n - 1))
         heap = [(r, i) for i in range(n - 1) if (r := rank.get((sym[i] << 16) | sym[i + 1]))]
@@ -227,15 +267,18 @@ class StackTokenizer:
         return [s for s in sym if s >= 0]
 
     def _encode_ordinary(self, text: str, out: list[int]) -> None:
+        """Split, BPE each distinct new pre-token once, then concatenate from the cache."""
+        pieces = self._split_re.findall(text)
         cache = self._cache
-        for piece in self._split_re.findall(text):
-            ids = cache.get(piece)
-            if ids is None:
-                ids = self._bpe(piece.encode("utf-8"))
-                if len(cache) >= _CACHE_MAX:
-                    cache.clear()
-                cache[piece] = ids
-            out += ids
+        new = set(pieces).difference(cache)
+        if new:
+            if len(cache) + len(new) > _CACHE_MAX:
+                cache.clear()
+            bpe = self._bpe
+            for piece in new:
+                cache[piece] = bpe(piece.encode("utf-8"))
+        for piece in pieces:
+            out += cache[piece]
 
     def _allowed(self, allowed_special: AllowedSpecial, add_special_tokens: bool) -> frozenset[str]:
         if add_special_tokens or allowed_special == "all":
@@ -326,6 +369,20 @@ class StackTokenizer:
             f"StackTokenizer(name={self.name!r}, vocab_size={self.vocab_size}, "
             f"merges={len(self.merges)}, specials={len(self.special_to_id)})"
         )
+
+
+def _pairs_around(s: str, c: str) -> set[str]:
+    """Every two-character pair of ``s`` that contains ``c`` (C-speed, via ``str.split``)."""
+    parts = s.split(c)
+    n = len(parts) - 1
+    pairs = set(map(operator.add, map(_LAST, filter(None, parts[:-1])), itertools.repeat(c, n)))
+    pairs.update(map(operator.add, itertools.repeat(c, n), map(_FIRST, filter(None, parts[1:]))))
+    if c + c in s:
+        pairs.add(c + c)
+    return pairs
+
+
+_FIRST, _LAST = operator.itemgetter(0), operator.itemgetter(-1)
 
 
 def shipped_artifact_path() -> Path:
