@@ -1,0 +1,87 @@
+"""Every fast path of the encoder against the textbook definition, over random merge tables.
+
+The textbook rule: find the lowest-rank adjacent pair (leftmost on a tie), merge it, repeat.
+Random tables are topological (each merge combines earlier ids), the contract the artifact
+loader enforces. Out of scope: speed (see ``benchmarks/bench_encode.py``).
+"""
+
+from __future__ import annotations
+
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stacktok_export import SPLIT_PATTERN, StackTokenizer
+
+ALPHABET = "ab \n\u00e9"  # bytes 0x61 0x62 0x20 0x0a 0xc3 0xa9
+BYTES = sorted(set(ALPHABET.encode("utf-8")))
+
+
+def textbook_bpe(data: bytes, merges: list[tuple[int, int]]) -> list[int]:
+    """One merge at a time: the lowest-rank pair present, leftmost occurrence."""
+    rank = {pair: 256 + i for i, pair in enumerate(merges)}
+    ids = list(data)
+    while True:
+        found = [(rank[p], i) for i, p in enumerate(zip(ids, ids[1:])) if p in rank]
+        if not found:
+            return ids
+        r, i = min(found)
+        ids[i : i + 2] = [r]
+
+
+@st.composite
+def merge_tables(draw: st.DrawFn) -> list[tuple[int, int]]:
+    """Up to 40 merges; each combines two earlier ids (bytes of ALPHABET or earlier merges)."""
+    ids = list(BYTES)
+    merges: list[tuple[int, int]] = []
+    for _ in range(draw(st.integers(0, 40))):
+        pair = (draw(st.sampled_from(ids)), draw(st.sampled_from(ids)))
+        if pair not in merges:
+            merges.append(pair)
+            ids.append(255 + len(merges))
+    return merges
+
+
+def tokenizer(merges: list[tuple[int, int]]) -> StackTokenizer:
+    tok = StackTokenizer()
+    tok.merges = merges
+    tok._index()
+    return tok
+
+
+byte_strings = st.lists(st.sampled_from(BYTES), max_size=300).map(bytes)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(merges=merge_tables(), data=byte_strings, work=st.integers(0, 2000))
+def test_every_bpe_path_equals_the_textbook(merges: list[tuple[int, int]], data: bytes, work: int) -> None:
+    tok = tokenizer(merges)
+    want = textbook_bpe(data, merges)
+    assert tok._bpe_short(list(data)) == want
+    assert tok._bpe_heap(list(data)) == want
+    assert tok._bpe_long(data) == want
+    # a small budget hands over to the heap part-way through the str passes
+    assert tok._bpe_long(data, batch_work=work) == want
+    assert tok._bpe(data) == want
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(merges=merge_tables(), texts=st.lists(st.text(alphabet=ALPHABET, max_size=400), max_size=4))
+def test_encode_with_its_cache_equals_the_textbook(merges: list[tuple[int, int]], texts: list[str]) -> None:
+    """Several calls share the pre-token cache; each result is the textbook BPE of every piece."""
+    tok = tokenizer(merges)
+    for text in texts:
+        pieces = regex.findall(SPLIT_PATTERN, text)
+        want = [i for piece in pieces for i in textbook_bpe(piece.encode(), merges)]
+        assert tok.encode(text) == want
+
+
+def test_long_repetitive_pretoken_takes_the_str_passes() -> None:
+    """The 1 MB-pre-token shape, smaller: "a" * n merges by doubling; both long paths agree."""
+    merges = [(97, 97), (256, 256), (257, 257), (258, 97)]  # a2, a4, a8, a9
+    tok = tokenizer(merges)
+    for n in (0, 1, 2, 3, 7, 9, 17, 1001):
+        assert tok._bpe_long(b"a" * n) == textbook_bpe(b"a" * n, merges)
+    ids = tok._bpe_long(b"a" * 100_003)
+    assert ids == tok._bpe_heap(list(b"a" * 100_003))
+    assert ids == [258] * 12_500 + [256, 97]
