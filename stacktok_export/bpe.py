@@ -26,13 +26,16 @@ import os
 import warnings
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import regex
 
 from . import artifact as _artifact
 from .pretokenize import LLAMA3_PATTERN, compile_pattern
 from .trainer import ProgressFn, count_pretokens, default_workers, train_merges
+
+if TYPE_CHECKING:
+    from .bpe_batch import PairRanks
 
 SPECIAL_TOKENS: tuple[str, ...] = (
     "<|bos|>",  # beginning of sequence / packed document
@@ -53,6 +56,8 @@ SPLIT_PATTERN = LLAMA3_PATTERN
 _SHORT = 48  # pre-tokens up to this many bytes use the simple rescan loop
 _CACHE_MAX = 1 << 18  # cached pre-tokens before the cache is cleared
 _MISS = 1 << 30  # rank of a pair that never merges
+_BATCH = 1000  # distinct new pre-tokens from which encode() merges short ones in numpy
+_BATCH_BYTES = 256  # longest pre-token merged in the numpy batch (one round per distinct rank)
 
 AllowedSpecial = Literal["all"] | Collection[str]
 
@@ -89,6 +94,7 @@ class StackTokenizer:
         self.id_to_special = {i: s for s, i in self.special_to_id.items()}
         self._table = table
         self._cache: dict[str, list[int]] = {}
+        self._pair_ranks: PairRanks | None = None  # numpy form of _rank, built on first batch
         self._special_res: dict[frozenset[str], regex.Pattern[str]] = {}
 
     @property
@@ -274,11 +280,31 @@ class StackTokenizer:
         if new:
             if len(cache) + len(new) > _CACHE_MAX:
                 cache.clear()
-            bpe = self._bpe
-            for piece in new:
-                cache[piece] = bpe(piece.encode("utf-8"))
+            self._bpe_into(new, cache)
         for piece in pieces:
             out += cache[piece]
+
+    def _bpe_into(self, pieces: Collection[str], cache: dict[str, list[int]]) -> None:
+        """BPE of many distinct pre-tokens: short ones together in numpy when there are many."""
+        bpe = self._bpe
+        if len(pieces) < _BATCH:
+            for piece in pieces:
+                cache[piece] = bpe(piece.encode("utf-8"))
+            return
+        from . import bpe_batch
+
+        if self._pair_ranks is None:
+            self._pair_ranks = bpe_batch.PairRanks(self._rank)
+        short: list[str] = []
+        datas: list[bytes] = []
+        for piece in pieces:
+            data = piece.encode("utf-8")
+            if len(data) <= _BATCH_BYTES:
+                short.append(piece)
+                datas.append(data)
+            else:
+                cache[piece] = self._bpe_long(data)
+        cache.update(zip(short, bpe_batch.batch_bpe(datas, self._pair_ranks)))
 
     def _allowed(self, allowed_special: AllowedSpecial, add_special_tokens: bool) -> frozenset[str]:
         if add_special_tokens or allowed_special == "all":

@@ -11,7 +11,10 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stacktok_export import SPLIT_PATTERN, StackTokenizer
+from stacktok_export import SPLIT_PATTERN, StackTokenizer, load_tokenizer
+from stacktok_export.bpe_batch import PairRanks, batch_bpe
+
+from .conftest import ROOT, SHIPPED, need
 
 ALPHABET = "ab \n\u00e9"  # bytes 0x61 0x62 0x20 0x0a 0xc3 0xa9
 BYTES = sorted(set(ALPHABET.encode("utf-8")))
@@ -65,6 +68,14 @@ def test_every_bpe_path_equals_the_textbook(merges: list[tuple[int, int]], data:
     assert tok._bpe(data) == want
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(merges=merge_tables(), datas=st.lists(byte_strings.filter(bool), min_size=1, max_size=40))
+def test_numpy_batch_equals_the_textbook(merges: list[tuple[int, int]], datas: list[bytes]) -> None:
+    """All pre-tokens merge in lock-step, each with its own lowest-rank pair per round."""
+    tok = tokenizer(merges)
+    assert batch_bpe(datas, PairRanks(tok._rank)) == [textbook_bpe(d, merges) for d in datas]
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(merges=merge_tables(), texts=st.lists(st.text(alphabet=ALPHABET, max_size=400), max_size=4))
 def test_encode_with_its_cache_equals_the_textbook(merges: list[tuple[int, int]], texts: list[str]) -> None:
@@ -85,3 +96,12 @@ def test_long_repetitive_pretoken_takes_the_str_passes() -> None:
     ids = tok._bpe_long(b"a" * 100_003)
     assert ids == tok._bpe_heap(list(b"a" * 100_003))
     assert ids == [258] * 12_500 + [256, 97]
+
+
+def test_cold_encode_of_the_heldout_equals_tiktoken() -> None:
+    """A fresh tokenizer (empty cache) takes the numpy batch and the long paths on 2 MB."""
+    tiktoken_fmt = need("stacktok_export.export.tiktoken_fmt", "tiktoken")
+    text = (ROOT / "fixtures" / "heldout-2mb.txt").read_text(encoding="utf-8")
+    tok = load_tokenizer(SHIPPED)
+    assert tok.encode(text) == tiktoken_fmt.to_tiktoken(tok).encode_ordinary(text)
+    assert tok._pair_ranks is not None  # the batch path ran
