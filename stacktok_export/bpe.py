@@ -304,7 +304,7 @@ class StackTokenizer:
                 datas.append(data)
             else:
                 cache[piece] = self._bpe_long(data)
-        cache.update(zip(short, bpe_batch.batch_bpe(datas, self._pair_ranks)))
+        bpe_batch.batch_bpe(short, datas, self._pair_ranks, cache)
 
     def _allowed(self, allowed_special: AllowedSpecial, add_special_tokens: bool) -> frozenset[str]:
         if add_special_tokens or allowed_special == "all":
