@@ -19,10 +19,12 @@ caller's job.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import operator
 import os
+import re
 import warnings
 from collections.abc import Collection, Iterable
 from pathlib import Path
@@ -58,6 +60,10 @@ _CACHE_MAX = 1 << 18  # cached pre-tokens before the cache is cleared
 _MISS = 1 << 30  # rank of a pair that never merges
 _BATCH = 1000  # distinct new pre-tokens from which encode() merges short ones in numpy
 _BATCH_BYTES = 256  # longest pre-token merged in the numpy batch (one round per distinct rank)
+_LINE_END = re.compile(r"\n(?=[ \t]*[!-~])")  # cuts that are pre-token boundaries (see _encode_lines)
+_LINES_FROM = 1 << 12  # shorter texts skip the line cache
+_LINE_MAX = 256  # longest line kept in the line cache
+_LINES_CHARS = 1 << 25  # characters of text seen before the line cache starts over
 
 AllowedSpecial = Literal["all"] | Collection[str]
 
@@ -93,9 +99,16 @@ class StackTokenizer:
             nid += 1
         self.id_to_special = {i: s for s, i in self.special_to_id.items()}
         self._table = table
-        self._cache: dict[str, list[int]] = {}
+        self._clear_caches()
         self._pair_ranks: PairRanks | None = None  # numpy form of _rank, built on first batch
         self._special_res: dict[frozenset[str], regex.Pattern[str]] = {}
+
+    def _clear_caches(self) -> None:
+        """Forget every cached encoding (pre-tokens, lines, lines seen once)."""
+        self._cache: dict[str, list[int]] = {}
+        self._lines: dict[str, list[int]] = {}  # line (without its newline) -> ids of line + "\n"
+        self._seen_lines: set[str] = set()
+        self._seen_chars = 0
 
     @property
     def vocab_size(self) -> int:
@@ -273,6 +286,71 @@ class StackTokenizer:
         return [s for s in sym if s >= 0]
 
     def _encode_ordinary(self, text: str, out: list[int]) -> None:
+        """Encode through the line cache when the text is long enough to profit, else by pieces."""
+        if len(text) < _LINES_FROM or self.pattern != LLAMA3_PATTERN:
+            self._encode_pieces(text, out)
+            return
+        parts = _LINE_END.split(text)
+        seen = self._seen_lines
+        if seen.isdisjoint(parts):
+            self._encode_pieces(text, out)
+        else:
+            self._encode_lines(parts, out)
+        self._seen_chars += len(text)
+        if self._seen_chars > _LINES_CHARS:
+            seen.clear()
+            self._lines.clear()
+            self._seen_chars = len(text)
+        seen.update(parts)
+
+    def _encode_lines(self, parts: list[str], out: list[int]) -> None:
+        """Cached lines straight from the cache; runs of other lines encoded together.
+
+        ``parts`` is the text cut by ``_LINE_END``: every cut is a pre-token boundary of
+        the Llama-3 pattern (after a newline, the white space run that follows holds no
+        newline and ends at a visible ASCII character), so each ``part + "\n"`` encodes on
+        its own exactly as inside the text. A line is cached when it is seen again.
+        """
+        lines, seen = self._lines, self._seen_lines
+        again = [p for p in dict.fromkeys(parts[:-1]) if p in seen and p not in lines and len(p) <= _LINE_MAX]
+        if again:
+            self._cache_lines(again)
+        run: list[str] = []
+        for part in parts[:-1]:
+            ids = lines.get(part)
+            if ids is None:
+                run.append(part)
+                continue
+            if run:
+                run.append("")  # the joined run ends with its newline
+                self._encode_pieces("\n".join(run), out)
+                run = []
+            out += ids
+        run.append(parts[-1])
+        self._encode_pieces("\n".join(run), out)
+
+    def _cache_lines(self, new_lines: list[str]) -> None:
+        """Encode ``line + "\n"`` for every line in one pass and cache each line's ids.
+
+        The lines are joined (every joint is again a cut of ``_LINE_END``), split once,
+        and each line's pre-tokens are found by bisecting the pieces' end offsets.
+        """
+        pieces = self._split_re.findall("\n".join(new_lines) + "\n")
+        cache = self._cache
+        new = set(pieces).difference(cache)
+        if new:
+            if len(cache) + len(new) > _CACHE_MAX:
+                cache.clear()
+            self._bpe_into(new, cache)
+        piece_ends = list(itertools.accumulate(map(len, pieces)))
+        line_ends = list(itertools.accumulate(map(len, new_lines), lambda acc, n: acc + n + 1, initial=0))
+        stops = [i + 1 for i in map(bisect.bisect_left, itertools.repeat(piece_ends), line_ends[1:])]
+        get = cache.__getitem__
+        lines = self._lines
+        for line, start, stop in zip(new_lines, [0, *stops], stops):
+            lines[line] = list(itertools.chain.from_iterable(map(get, pieces[start:stop])))
+
+    def _encode_pieces(self, text: str, out: list[int]) -> None:
         """Split, BPE each distinct new pre-token once, then concatenate from the cache."""
         pieces = self._split_re.findall(text)
         cache = self._cache

@@ -7,11 +7,13 @@ loader enforces. Out of scope: speed (see ``benchmarks/bench_encode.py``).
 
 from __future__ import annotations
 
+import pytest
 import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stacktok_export import SPLIT_PATTERN, StackTokenizer, load_tokenizer
+from stacktok_export import bpe as bpe_module
 from stacktok_export.bpe_batch import PairRanks, batch_bpe
 
 from .conftest import ROOT, SHIPPED, need
@@ -108,3 +110,48 @@ def test_cold_encode_of_the_heldout_equals_tiktoken() -> None:
     tok = load_tokenizer(SHIPPED)
     assert tok.encode(text) == tiktoken_fmt.to_tiktoken(tok).encode_ordinary(text)
     assert tok._pair_ranks is not None  # the batch path ran
+
+
+# white space the regex engine and Python disagree on, CR/LF mixes, visible ASCII, letters, digits
+LINE_ALPHABET = "ab9'!#\t\n\n\n\r  \x0b\x0c\x1c\x85\u2028\u3000\u00e9"
+
+
+LINE_BYTES = sorted(set(LINE_ALPHABET.encode("utf-8")))
+#: every pair of the alphabet's bytes merges, so a pre-token cut in the wrong place changes the ids
+ALL_PAIRS = [(a, b) for a in LINE_BYTES for b in LINE_BYTES]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(st.text(alphabet=LINE_ALPHABET, max_size=300), min_size=1, max_size=5))
+def test_line_cache_equals_the_textbook(texts: list[str]) -> None:
+    """Texts cut into lines, lines cached on their second sighting: ids equal the textbook."""
+    tok = tokenizer(ALL_PAIRS)
+    saved = bpe_module._LINES_FROM
+    bpe_module._LINES_FROM = 0  # every text takes the line path
+    try:
+        for text in texts + texts[::-1] + ["".join(texts)]:
+            pieces = regex.findall(SPLIT_PATTERN, text)
+            assert tok.encode(text) == [i for p in pieces for i in textbook_bpe(p.encode(), ALL_PAIRS)]
+    finally:
+        bpe_module._LINES_FROM = saved
+    assert tok._seen_lines
+
+
+def test_line_cache_serves_repeated_lines(small_tok: StackTokenizer) -> None:
+    tok = tokenizer(small_tok.merges)
+    text = "".join(f"    x = f({i % 50})\n\tif y:\n" for i in range(400))
+    assert len(text) >= bpe_module._LINES_FROM
+    want: list[int] = []
+    small_tok._encode_pieces(text, want)
+    assert tok.encode(text) == want  # first sighting: lines only remembered
+    assert not tok._lines
+    assert tok.encode(text) == want  # second: cached
+    assert "    x = f(7)" in tok._lines and tok.encode(text) == want
+
+
+@pytest.mark.parametrize("pattern", [r"\S+|\s+"])
+def test_other_patterns_skip_the_line_cache(pattern: str) -> None:
+    """The line cuts are proven for the Llama-3 pattern only."""
+    tok = StackTokenizer(pattern)
+    text = "a\n b\n" * 2000
+    assert tok.encode(text) == list(text.encode()) and not tok._seen_lines
