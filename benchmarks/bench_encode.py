@@ -45,7 +45,7 @@ def best_of(fn, repeat: int = 3, setup=None) -> float:
 
 
 def clear_caches(tok: StackTokenizer) -> None:
-    tok._cache.clear()
+    tok._clear_caches()
 
 
 def phase_profile(tok: StackTokenizer, text: str) -> dict[str, float]:

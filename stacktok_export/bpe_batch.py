@@ -38,6 +38,10 @@ class PairRanks:
             vals[slot] = r
         self._keys = np.array(keys, dtype=np.int64)
         self._vals = np.array(vals, dtype=np.int32)
+        self.bytes = np.full(1 << 16, MISS, dtype=np.int32)  # dense: (a << 8) | b for two bytes
+        for key, r in rank.items():
+            if key >> 16 < 256 and key & 0xFFFF < 256:
+                self.bytes[(key >> 16) << 8 | key & 0xFFFF] = r
 
     def lookup(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         key = (a.astype(np.int64) << 16) | b
@@ -61,7 +65,7 @@ def batch_bpe(keys: list[str], datas: list[bytes], ranks: PairRanks, into: dict[
     ids = np.frombuffer(b"".join(datas), dtype=np.uint8).astype(np.int32)
     ends = np.cumsum(lens)
     rk = np.empty(len(ids), dtype=np.int32)  # rank of the pair (i, i + 1); MISS at a piece's end
-    rk[:-1] = ranks.lookup(ids[:-1], ids[1:])
+    rk[:-1] = ranks.bytes[(ids[:-1] << 8) | ids[1:]]
     rk[ends - 1] = MISS
     while len(ids):
         starts = ends - lens
@@ -81,11 +85,11 @@ def batch_bpe(keys: list[str], datas: list[bytes], ranks: PairRanks, into: dict[
         ids[pos] = want[pos]
         gone = np.zeros(len(ids), dtype=bool)
         gone[pos + 1] = True
-        merged = np.bincount(np.searchsorted(starts, pos, side="right") - 1, minlength=len(lens))
+        piece = np.searchsorted(starts, pos, side="right") - 1
         ids, rk = ids[~gone], rk[~gone]
-        lens = lens - merged
+        lens = lens - np.bincount(piece, minlength=len(lens))
         ends = np.cumsum(lens)
-        _rerank(ids, rk, pos - np.arange(len(pos)), ends, lens, ranks)
+        _rerank(ids, rk, pos - np.arange(len(pos)), ends[piece], lens[piece], ranks)
     _emit(keys, done_parts, into)
 
 
@@ -103,15 +107,15 @@ def _leftmost_non_overlapping(pos: np.ndarray) -> np.ndarray:
 
 
 def _rerank(
-    ids: np.ndarray, rk: np.ndarray, at: np.ndarray, ends: np.ndarray, lens: np.ndarray, ranks: PairRanks
+    ids: np.ndarray, rk: np.ndarray, at: np.ndarray, end: np.ndarray, length: np.ndarray, ranks: PairRanks
 ) -> None:
-    """Recompute the two pair ranks around each merged position ``at`` (after compaction)."""
-    is_end = np.zeros(len(ids), dtype=bool)
-    is_end[ends - 1] = True
-    is_start = np.zeros(len(ids), dtype=bool)
-    is_start[ends - lens] = True
-    rk[at[is_end[at]]] = MISS
-    pair = np.concatenate((at[~is_end[at]], at[~is_start[at]] - 1))  # right pairs, then left pairs
+    """Recompute the pair ranks around each merged position ``at`` (after compaction).
+
+    ``end`` and ``length`` describe the pre-token that holds each position.
+    """
+    is_end = at == end - 1
+    rk[at[is_end]] = MISS
+    pair = np.concatenate((at[~is_end], at[at != end - length] - 1))  # right pairs, then left pairs
     rk[pair] = ranks.lookup(ids[pair], ids[pair + 1])
 
 
