@@ -12,6 +12,13 @@ occurrence first), which is what tiktoken's rank merging and Hugging Face's
 merge-list BPE compute for a self-reachable vocabulary. Special-token strings
 in text are ordinary bytes unless the call site opts in.
 
+How encode stays fast in pure Python (every path is checked against the
+textbook rule by ``tests/test_bpe_paths.py``): long texts are cut into lines at
+proven pre-token boundaries and repeated lines come from a line cache; each
+distinct new pre-token is merged once (short ones together in numpy,
+``bpe_batch.py``; long ones in ``str.replace`` passes, then a heap) and cached.
+``benchmarks/bench_encode.py`` profiles where the time goes.
+
 Out of scope: normalization (none is applied), BPE dropout, and streaming
 decode -- ``decode_bytes`` is exact; holding back partial UTF-8 is the
 caller's job.
