@@ -343,12 +343,7 @@ class StackTokenizer:
         and each line's pre-tokens are found by bisecting the pieces' end offsets.
         """
         pieces = self._split_re.findall("\n".join(new_lines) + "\n")
-        cache = self._cache
-        new = set(pieces).difference(cache)
-        if new:
-            if len(cache) + len(new) > _CACHE_MAX:
-                cache.clear()
-            self._bpe_into(new, cache)
+        cache = self._cached(pieces)
         piece_ends = list(itertools.accumulate(map(len, pieces)))
         line_ends = list(itertools.accumulate(map(len, new_lines), lambda acc, n: acc + n + 1, initial=0))
         stops = [i + 1 for i in map(bisect.bisect_left, itertools.repeat(piece_ends), line_ends[1:])]
@@ -360,14 +355,20 @@ class StackTokenizer:
     def _encode_pieces(self, text: str, out: list[int]) -> None:
         """Split, BPE each distinct new pre-token once, then concatenate from the cache."""
         pieces = self._split_re.findall(text)
+        cache = self._cached(pieces)
+        for piece in pieces:
+            out += cache[piece]
+
+    def _cached(self, pieces: list[str]) -> dict[str, list[int]]:
+        """The pre-token cache, holding every one of ``pieces`` (cleared first when full)."""
         cache = self._cache
         new = set(pieces).difference(cache)
         if new:
             if len(cache) + len(new) > _CACHE_MAX:
                 cache.clear()
+                new = set(pieces)
             self._bpe_into(new, cache)
-        for piece in pieces:
-            out += cache[piece]
+        return cache
 
     def _bpe_into(self, pieces: Collection[str], cache: dict[str, list[int]]) -> None:
         """BPE of many distinct pre-tokens: short ones together in numpy when there are many."""
