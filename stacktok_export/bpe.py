@@ -70,7 +70,7 @@ _BATCH_BYTES = 256  # longest pre-token merged in the numpy batch (one round per
 _LINE_END = re.compile(r"\n(?=[ \t]*[!-~])")  # cuts that are pre-token boundaries (see _encode_lines)
 _LINES_FROM = 1 << 12  # shorter texts skip the line cache
 _LINE_MAX = 256  # longest line kept in the line cache
-_LINES_CHARS = 1 << 25  # characters of text seen before the line cache starts over
+_LINES_CHARS = 1 << 24  # characters of distinct lines remembered before the line cache starts over
 
 AllowedSpecial = Literal["all"] | Collection[str]
 
@@ -303,12 +303,14 @@ class StackTokenizer:
             self._encode_pieces(text, out)
         else:
             self._encode_lines(parts, out)
-        self._seen_chars += len(text)
-        if self._seen_chars > _LINES_CHARS:
+        fresh = set(parts).difference(seen)
+        self._seen_chars += sum(map(len, fresh))
+        if self._seen_chars > _LINES_CHARS:  # bound the memory: start over with this text's lines
             seen.clear()
             self._lines.clear()
-            self._seen_chars = len(text)
-        seen.update(parts)
+            fresh = set(parts)
+            self._seen_chars = sum(map(len, fresh))
+        seen.update(fresh)
 
     def _encode_lines(self, parts: list[str], out: list[int]) -> None:
         """Cached lines straight from the cache; runs of other lines encoded together.
