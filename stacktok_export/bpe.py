@@ -68,7 +68,7 @@ _MISS = 1 << 30  # rank of a pair that never merges
 _BATCH = 1000  # distinct new pre-tokens from which encode() merges short ones in numpy
 _BATCH_BYTES = 256  # longest pre-token merged in the numpy batch (one round per distinct rank)
 _LINE_END = re.compile(r"\n(?=[ \t]*[!-~])")  # cuts that are pre-token boundaries (see _encode_lines)
-_LINES_FROM = 1 << 12  # shorter texts skip the line cache
+_LINES_FROM = 1 << 16  # shorter texts skip the line cache (its bookkeeping costs ~5% there)
 _LINE_MAX = 256  # longest line kept in the line cache
 _LINES_CHARS = 1 << 24  # characters of distinct lines remembered before the line cache starts over
 
@@ -302,7 +302,7 @@ class StackTokenizer:
         if seen.isdisjoint(parts):
             self._encode_pieces(text, out)
         else:
-            self._encode_lines(parts, out)
+            self._encode_lines(text, parts, out)
         fresh = set(parts).difference(seen)
         self._seen_chars += sum(map(len, fresh))
         if self._seen_chars > _LINES_CHARS:  # bound the memory: start over with this text's lines
@@ -312,8 +312,8 @@ class StackTokenizer:
             self._seen_chars = sum(map(len, fresh))
         seen.update(fresh)
 
-    def _encode_lines(self, parts: list[str], out: list[int]) -> None:
-        """Cached lines straight from the cache; runs of other lines encoded together.
+    def _encode_lines(self, text: str, parts: list[str], out: list[int]) -> None:
+        """Cached lines straight from the line cache; all other lines split in one pass.
 
         ``parts`` is the text cut by ``_LINE_END``: every cut is a pre-token boundary of
         the Llama-3 pattern (after a newline, the white space run that follows holds no
@@ -324,35 +324,45 @@ class StackTokenizer:
         again = [p for p in dict.fromkeys(parts[:-1]) if p in seen and p not in lines and len(p) <= _LINE_MAX]
         if again:
             self._cache_lines(again)
-        run: list[str] = []
-        for part in parts[:-1]:
-            ids = lines.get(part)
+        got = list(map(lines.get, parts[:-1]))
+        got.append(None)  # the last part has no newline of its own: never cached
+        if 2 * sum(len(p) for p, ids in zip(parts, got) if ids is not None) < sum(map(len, parts)):
+            self._encode_pieces(text, out)  # mostly new lines: not worth the bookkeeping
+            return
+        pieces, cache, stops = self._line_pieces([p for p, ids in zip(parts, got) if ids is None])
+        start = 0
+        ranges = iter(stops)
+        for ids in got:
             if ids is None:
-                run.append(part)
-                continue
-            if run:
-                run.append("")  # the joined run ends with its newline
-                self._encode_pieces("\n".join(run), out)
-                run = []
-            out += ids
-        run.append(parts[-1])
-        self._encode_pieces("\n".join(run), out)
+                stop = next(ranges)
+                for piece in pieces[start:stop]:
+                    out += cache[piece]
+                start = stop
+            else:
+                out += ids
 
     def _cache_lines(self, new_lines: list[str]) -> None:
-        """Encode ``line + "\n"`` for every line in one pass and cache each line's ids.
-
-        The lines are joined (every joint is again a cut of ``_LINE_END``), split once,
-        and each line's pre-tokens are found by bisecting the pieces' end offsets.
-        """
-        pieces = self._split_re.findall("\n".join(new_lines) + "\n")
-        cache = self._cached(pieces)
-        piece_ends = list(itertools.accumulate(map(len, pieces)))
-        line_ends = list(itertools.accumulate(map(len, new_lines), lambda acc, n: acc + n + 1, initial=0))
-        stops = [i + 1 for i in map(bisect.bisect_left, itertools.repeat(piece_ends), line_ends[1:])]
+        """Encode ``line + "\n"`` for every line in one pass and cache each line's ids."""
+        pieces, cache, stops = self._line_pieces([*new_lines, ""])
         get = cache.__getitem__
         lines = self._lines
         for line, start, stop in zip(new_lines, [0, *stops], stops):
             lines[line] = list(itertools.chain.from_iterable(map(get, pieces[start:stop])))
+
+    def _line_pieces(self, chunks: list[str]) -> tuple[list[str], dict[str, list[int]], list[int]]:
+        """Pre-tokens of ``"\n".join(chunks)`` (all cached) and where each chunk's pre-tokens stop.
+
+        Any selection of the cut lines, joined in order, splits exactly like the lines one
+        by one (every joint is again a cut). Chunk ``i`` owns its newline; the pre-token
+        ends are bisected at the chunk ends (always pre-token boundaries).
+        """
+        pieces = self._split_re.findall("\n".join(chunks))
+        cache = self._cached(pieces)
+        piece_ends = list(itertools.accumulate(map(len, pieces)))
+        chunk_ends = list(itertools.accumulate(map(len, chunks), lambda acc, n: acc + n + 1, initial=0))[1:]
+        chunk_ends[-1] -= 1  # the last chunk has no newline after it
+        stops = [i + 1 for i in map(bisect.bisect_left, itertools.repeat(piece_ends), chunk_ends)]
+        return pieces, cache, stops
 
     def _encode_pieces(self, text: str, out: list[int]) -> None:
         """Split, BPE each distinct new pre-token once, then concatenate from the cache."""

@@ -144,7 +144,7 @@ def test_line_cache_equals_the_textbook(texts: list[str]) -> None:
 
 def test_line_cache_serves_repeated_lines(small_tok: StackTokenizer) -> None:
     tok = tokenizer(small_tok.merges)
-    text = "".join(f"    x = f({i % 50})\n\tif y:\n" for i in range(400))
+    text = "".join(f"    x = f({i % 50})\n\tif y:\n" for i in range(4000))
     assert len(text) >= bpe_module._LINES_FROM
     want: list[int] = []
     small_tok._encode_pieces(text, want)
