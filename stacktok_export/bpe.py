@@ -70,6 +70,7 @@ _BATCH_BYTES = 256  # longest pre-token merged in the numpy batch (one round per
 _LINE_END = re.compile(r"\n(?=[ \t]*[!-~])")  # cuts that are pre-token boundaries (see _encode_lines)
 _LINES_FROM = 1 << 16  # shorter texts skip the line cache (its bookkeeping costs ~5% there)
 _LINE_MAX = 256  # longest line kept in the line cache
+_LINES_HIT = 0.5  # share of a text's characters in cached lines below which it goes by pieces
 _LINES_CHARS = 1 << 24  # characters of distinct lines remembered before the line cache starts over
 
 AllowedSpecial = Literal["all"] | Collection[str]
@@ -326,7 +327,7 @@ class StackTokenizer:
             self._cache_lines(again)
         got = list(map(lines.get, parts[:-1]))
         got.append(None)  # the last part has no newline of its own: never cached
-        if 2 * sum(len(p) for p, ids in zip(parts, got) if ids is not None) < sum(map(len, parts)):
+        if sum(len(p) for p, ids in zip(parts, got) if ids is not None) < _LINES_HIT * len(text):
             self._encode_pieces(text, out)  # mostly new lines: not worth the bookkeeping
             return
         pieces, cache, stops = self._line_pieces([p for p, ids in zip(parts, got) if ids is None])

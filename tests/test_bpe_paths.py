@@ -126,19 +126,22 @@ LINE_BYTES = sorted(set(LINE_ALPHABET.encode("utf-8")))
 ALL_PAIRS = [(a, b) for a in LINE_BYTES for b in LINE_BYTES]
 
 
+lines_text = st.lists(st.text(alphabet=LINE_ALPHABET, max_size=12), max_size=25).map("\n".join)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(texts=st.lists(st.text(alphabet=LINE_ALPHABET, max_size=300), min_size=1, max_size=5))
-def test_line_cache_equals_the_textbook(texts: list[str]) -> None:
+@given(texts=st.lists(lines_text, min_size=1, max_size=4), hit=st.sampled_from([0.0, 0.5]))
+def test_line_cache_equals_the_textbook(texts: list[str], hit: float) -> None:
     """Texts cut into lines, lines cached on their second sighting: ids equal the textbook."""
     tok = tokenizer(ALL_PAIRS)
-    saved = bpe_module._LINES_FROM
-    bpe_module._LINES_FROM = 0  # every text takes the line path
+    saved = bpe_module._LINES_FROM, bpe_module._LINES_HIT
+    bpe_module._LINES_FROM, bpe_module._LINES_HIT = 0, hit  # every text takes the line path
     try:
         for text in texts + texts[::-1] + ["".join(texts)]:
             pieces = regex.findall(SPLIT_PATTERN, text)
             assert tok.encode(text) == [i for p in pieces for i in textbook_bpe(p.encode(), ALL_PAIRS)]
     finally:
-        bpe_module._LINES_FROM = saved
+        bpe_module._LINES_FROM, bpe_module._LINES_HIT = saved
     assert tok._seen_lines
 
 
