@@ -121,34 +121,29 @@ class _MergeState:
         for wi in dict.fromkeys(where.pop(key, ())):
             word = words[wi]
             f = freqs[wi]
-            out: list[int] = []
-            n = len(word)
             i = 0
-            found = False
-            while i < n:
-                if word[i] == a and i + 1 < n and word[i + 1] == b:
-                    found = True
-                    if out:
-                        prev = out[-1]
-                        k = (prev << _SHIFT) | a
-                        delta[k] = delta.get(k, 0) - f
-                        k = (prev << _SHIFT) | new_id
-                        delta[k] = delta.get(k, 0) + f
-                        where.setdefault(k, []).append(wi)
-                    if i + 2 < n:
-                        nxt = word[i + 2]
-                        k = (b << _SHIFT) | nxt
-                        delta[k] = delta.get(k, 0) - f
-                        k = (new_id << _SHIFT) | nxt
-                        delta[k] = delta.get(k, 0) + f
-                        where.setdefault(k, []).append(wi)
-                    out.append(new_id)
-                    i += 2
-                else:
-                    out.append(word[i])
+            try:
+                while True:
+                    i = word.index(a, i)  # the next candidate, found in C; the word is edited in place
+                    if i + 1 < len(word) and word[i + 1] == b:
+                        if i:
+                            prev = word[i - 1]
+                            k = (prev << _SHIFT) | a
+                            delta[k] = delta.get(k, 0) - f
+                            k = (prev << _SHIFT) | new_id
+                            delta[k] = delta.get(k, 0) + f
+                            where.setdefault(k, []).append(wi)
+                        if i + 2 < len(word):
+                            nxt = word[i + 2]
+                            k = (b << _SHIFT) | nxt
+                            delta[k] = delta.get(k, 0) - f
+                            k = (new_id << _SHIFT) | nxt
+                            delta[k] = delta.get(k, 0) + f
+                            where.setdefault(k, []).append(wi)
+                        word[i : i + 2] = (new_id,)
                     i += 1
-            if found:
-                words[wi] = out
+            except ValueError:  # no further occurrence of ``a``
+                pass
         self._apply(key, delta)
 
     def _apply(self, merged: int, delta: dict[int, int]) -> None:
