@@ -109,8 +109,11 @@ class _MergeState:
         heap, counts = self.heap, self.counts
         while heap:
             neg, key = heapq.heappop(heap)
-            if counts.get(key) == -neg:
-                return key, -neg
+            live = counts.get(key)
+            if live == -neg:
+                return key, live
+            if live is not None and live < -neg:  # decreased since pushed: requeue at its count
+                heapq.heappush(heap, (-live, key))
         return None
 
     def merge(self, key: int, new_id: int) -> None:
@@ -156,7 +159,8 @@ class _MergeState:
             c = counts.get(k, 0) + d
             if c > 0:
                 counts[k] = c
-                heapq.heappush(heap, (-c, k))
+                if d > 0:  # a decrease keeps its older, higher entry; pop_best requeues it
+                    heapq.heappush(heap, (-c, k))
             else:
                 counts.pop(k, None)
                 self.where.pop(k, None)
