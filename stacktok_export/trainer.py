@@ -125,28 +125,29 @@ class _MergeState:
             word = words[wi]
             f = freqs[wi]
             i = 0
-            try:
-                while True:
-                    i = word.index(a, i)  # the next candidate, found in C; the word is edited in place
-                    if i + 1 < len(word) and word[i + 1] == b:
-                        if i:
-                            prev = word[i - 1]
-                            k = (prev << _SHIFT) | a
-                            delta[k] = delta.get(k, 0) - f
-                            k = (prev << _SHIFT) | new_id
-                            delta[k] = delta.get(k, 0) + f
-                            where.setdefault(k, []).append(wi)
-                        if i + 2 < len(word):
-                            nxt = word[i + 2]
-                            k = (b << _SHIFT) | nxt
-                            delta[k] = delta.get(k, 0) - f
-                            k = (new_id << _SHIFT) | nxt
-                            delta[k] = delta.get(k, 0) + f
-                            where.setdefault(k, []).append(wi)
-                        word[i : i + 2] = (new_id,)
-                    i += 1
-            except ValueError:  # no further occurrence of ``a``
-                pass
+            left = word.count(a)  # occurrences of ``a`` still to visit (no exception at the end)
+            while left:
+                i = word.index(a, i)  # the next candidate, found in C; the word is edited in place
+                left -= 1
+                if i + 1 < len(word) and word[i + 1] == b:
+                    if a == b:
+                        left -= 1  # the merge consumes the next ``a`` too
+                    if i:
+                        prev = word[i - 1]
+                        k = (prev << _SHIFT) | a
+                        delta[k] = delta.get(k, 0) - f
+                        k = (prev << _SHIFT) | new_id
+                        delta[k] = delta.get(k, 0) + f
+                        where.setdefault(k, []).append(wi)
+                    if i + 2 < len(word):
+                        nxt = word[i + 2]
+                        k = (b << _SHIFT) | nxt
+                        delta[k] = delta.get(k, 0) - f
+                        k = (new_id << _SHIFT) | nxt
+                        delta[k] = delta.get(k, 0) + f
+                        where.setdefault(k, []).append(wi)
+                    word[i : i + 2] = (new_id,)
+                i += 1
         self._apply(key, delta)
 
     def _apply(self, merged: int, delta: dict[int, int]) -> None:
