@@ -9,7 +9,9 @@ same input (tested).
 Memory is O(distinct pre-tokens): documents are streamed and only the
 ``Counter`` of pre-token strings is kept. Each merge touches only the words
 that contain the merged pair and updates the counts of the neighbouring
-pairs in place, so the whole loop costs about one step per merge applied.
+pairs in place, so the whole loop costs about one step per merge applied:
+occurrences are found with ``list.index`` and each word is edited in place,
+and a count that drops pushes nothing (``pop_best`` requeues a stale entry).
 
 Out of scope: training on raw bytes that are not valid UTF-8 text, and
 dropout/sentencepiece-style variants.
