@@ -179,7 +179,7 @@ class StackTokenizer:
         counts = count_pretokens(docs, self.pattern, workers=workers or default_workers())
         word_counts = {s.encode("utf-8"): c for s, c in counts.items()}
         del counts
-        self.merges = train_merges(word_counts, num_merges, progress=progress)
+        self.merges = train_merges(word_counts, num_merges, progress=progress, consume=True)
         shortfall = num_merges - len(self.merges)
         if shortfall:
             warnings.warn(

@@ -83,13 +83,13 @@ def default_workers() -> int:
 class _MergeState:
     """Words as id lists, live pair counts, an inverted index and a lazy max-heap."""
 
-    def __init__(self, word_counts: dict[bytes, int]) -> None:
+    def __init__(self, word_counts: dict[bytes, int], *, consume: bool = False) -> None:
         self.words: list[list[int]] = []
         self.freqs: list[int] = []
         self.counts: dict[int, int] = {}
         self.where: dict[int, list[int]] = {}
         counts, where = self.counts, self.where
-        for word, freq in word_counts.items():
+        for word, freq in _drain(word_counts) if consume else word_counts.items():
             if len(word) < 2:
                 continue
             wi = len(self.words)
@@ -169,20 +169,29 @@ class _MergeState:
                 self.where.pop(k, None)
 
 
+def _drain(d: dict[bytes, int]) -> Iterator[tuple[bytes, int]]:
+    """Yield and remove every item, so each word's bytes are freed once it is a list."""
+    while d:
+        yield d.popitem()
+
+
 def train_merges(
     word_counts: dict[bytes, int],
     num_merges: int,
     *,
     progress: ProgressFn | None = None,
+    consume: bool = False,
 ) -> list[tuple[int, int]]:
     """Learn up to ``num_merges`` merges from ``{pre-token bytes: count}``.
 
     Merge ``i`` creates id ``256 + i``. Stops early (returns fewer) when no
-    pair occurs at least twice; the caller reports that shortfall.
+    pair occurs at least twice; the caller reports that shortfall. With
+    ``consume=True`` ``word_counts`` is emptied while it is read (lower peak
+    memory; the merges do not depend on the order of the words).
     """
     if num_merges + 256 > _MASK:
         raise ValueError(f"num_merges={num_merges} is too large: ids must stay below {_MASK + 1}")
-    state = _MergeState(word_counts)
+    state = _MergeState(word_counts, consume=consume)
     merges: list[tuple[int, int]] = []
     while len(merges) < num_merges:
         best = state.pop_best()
