@@ -62,7 +62,7 @@ NUM_BYTES = 256
 NUM_MERGES = VOCAB_SIZE - NUM_BYTES - len(SPECIAL_TOKENS)  # 32,503
 SPLIT_PATTERN = LLAMA3_PATTERN
 
-_SHORT = 48  # pre-tokens up to this many bytes use the simple rescan loop
+_SHORT = 48  # single pre-tokens up to this many bytes merge in _bpe_short, longer in _bpe_long
 _CACHE_MAX = 1 << 18  # cached pre-tokens before the cache is cleared
 _MISS = 1 << 30  # rank of a pair that never merges
 _BATCH = 1000  # distinct new pre-tokens from which encode() merges short ones in numpy
