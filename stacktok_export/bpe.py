@@ -12,6 +12,13 @@ occurrence first), which is what tiktoken's rank merging and Hugging Face's
 merge-list BPE compute for a self-reachable vocabulary. Special-token strings
 in text are ordinary bytes unless the call site opts in.
 
+How encode stays fast in pure Python (every path is checked against the
+textbook rule by ``tests/test_bpe_paths.py``): long texts are cut into lines at
+proven pre-token boundaries and repeated lines come from a line cache; each
+distinct new pre-token is merged once (short ones together in numpy,
+``bpe_batch.py``; long ones in ``str.replace`` passes, then a heap) and cached.
+``benchmarks/bench_encode.py`` profiles where the time goes.
+
 Out of scope: normalization (none is applied), BPE dropout, and streaming
 decode -- ``decode_bytes`` is exact; holding back partial UTF-8 is the
 caller's job.
@@ -19,18 +26,25 @@ caller's job.
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
+import operator
 import os
+import re
 import warnings
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import regex
 
 from . import artifact as _artifact
 from .pretokenize import LLAMA3_PATTERN, compile_pattern
 from .trainer import ProgressFn, count_pretokens, default_workers, train_merges
+
+if TYPE_CHECKING:
+    from .bpe_batch import PairRanks
 
 SPECIAL_TOKENS: tuple[str, ...] = (
     "<|bos|>",  # beginning of sequence / packed document
@@ -48,8 +62,16 @@ NUM_BYTES = 256
 NUM_MERGES = VOCAB_SIZE - NUM_BYTES - len(SPECIAL_TOKENS)  # 32,503
 SPLIT_PATTERN = LLAMA3_PATTERN
 
-_SHORT = 48  # pre-tokens up to this many bytes use the simple rescan loop
+_SHORT = 48  # single pre-tokens up to this many bytes merge in _bpe_short, longer in _bpe_long
 _CACHE_MAX = 1 << 18  # cached pre-tokens before the cache is cleared
+_MISS = 1 << 30  # rank of a pair that never merges
+_BATCH = 1000  # distinct new pre-tokens from which encode() merges short ones in numpy
+_BATCH_BYTES = 256  # longest pre-token merged in the numpy batch (one round per distinct rank)
+_LINE_END = re.compile(r"\n(?=[ \t]*[!-~])")  # cuts that are pre-token boundaries (see _encode_lines)
+_LINES_FROM = 1 << 16  # shorter texts skip the line cache (its bookkeeping costs ~5% there)
+_LINE_MAX = 256  # longest line kept in the line cache
+_LINES_HIT = 0.5  # share of a text's characters in cached lines below which it goes by pieces
+_LINES_CHARS = 1 << 24  # characters of distinct lines remembered before the line cache starts over
 
 AllowedSpecial = Literal["all"] | Collection[str]
 
@@ -74,6 +96,9 @@ class StackTokenizer:
         for i, (a, b) in enumerate(self.merges):
             self._rank[(a << 16) | b] = NUM_BYTES + i
             table.append(table[a] + table[b])
+        # the same ranks keyed by two characters (one per id), for the str passes of _bpe_long
+        self._pair_rank = {chr(k >> 16) + chr(k & 0xFFFF): r for k, r in self._rank.items()}
+        self._rank_pair = {r: q for q, r in self._pair_rank.items()}
         nid = len(table)
         self.special_to_id = {}
         for s in specials:
@@ -82,8 +107,16 @@ class StackTokenizer:
             nid += 1
         self.id_to_special = {i: s for s, i in self.special_to_id.items()}
         self._table = table
-        self._cache: dict[str, list[int]] = {}
+        self._clear_caches()
+        self._pair_ranks: PairRanks | None = None  # numpy form of _rank, built on first batch
         self._special_res: dict[frozenset[str], regex.Pattern[str]] = {}
+
+    def _clear_caches(self) -> None:
+        """Forget every cached encoding (pre-tokens, lines, lines seen once)."""
+        self._cache: dict[str, list[int]] = {}
+        self._lines: dict[str, list[int]] = {}  # line (without its newline) -> ids of line + "\n"
+        self._seen_lines: set[str] = set()
+        self._seen_chars = 0
 
     @property
     def vocab_size(self) -> int:
@@ -146,7 +179,7 @@ class StackTokenizer:
         counts = count_pretokens(docs, self.pattern, workers=workers or default_workers())
         word_counts = {s.encode("utf-8"): c for s, c in counts.items()}
         del counts
-        self.merges = train_merges(word_counts, num_merges, progress=progress)
+        self.merges = train_merges(word_counts, num_merges, progress=progress, consume=True)
         shortfall = num_merges - len(self.merges)
         if shortfall:
             warnings.warn(
@@ -177,31 +210,65 @@ class StackTokenizer:
         return self._bpe_long(data)
 
     def _bpe_short(self, ids: list[int]) -> list[int]:
-        """Rescan loop: merge every occurrence of the lowest-rank pair, repeat."""
-        rank = self._rank
-        miss = 1 << 30
-        while len(ids) > 1:
-            keys = [(a << 16) | b for a, b in zip(ids, ids[1:])]
-            best = min(rank.get(k, miss) for k in keys)
-            if best == miss:
+        """Merge the leftmost lowest-rank pair, one at a time; ``min``/``index`` run in C.
+
+        Keeps one rank per adjacent pair and updates only the two pairs around
+        each merge: O(n) C work per merge, cheapest for short pre-tokens.
+        """
+        get = self._rank.get
+        miss = _MISS
+        ranks = [get((a << 16) | b, miss) for a, b in zip(ids, ids[1:])]
+        while ranks:
+            r = min(ranks)
+            if r == miss:
                 break
-            out: list[int] = []
-            i, n = 0, len(ids)
-            while i < n:
-                if i + 1 < n and rank.get(keys[i]) == best:
-                    out.append(best)
-                    i += 2
-                else:
-                    out.append(ids[i])
-                    i += 1
-            ids = out
+            i = ranks.index(r)
+            ids[i] = r
+            del ids[i + 1]
+            del ranks[i]
+            if i < len(ranks):
+                ranks[i] = get((r << 16) | ids[i + 1], miss)
+            if i:
+                ranks[i - 1] = get((ids[i - 1] << 16) | r, miss)
         return ids
 
-    def _bpe_long(self, data: bytes) -> list[int]:
-        """Heap + linked list: O(n log n) for pre-tokens of any length."""
+    def _bpe_long(self, data: bytes, *, batch_work: int | None = None) -> list[int]:
+        """Long pre-tokens: whole-string passes while they are cheap, then the heap.
+
+        Each id is one character of a ``str``; the lowest-rank pair present is
+        merged everywhere at once by ``str.replace`` (leftmost, non-overlapping:
+        the BPE rule) and the new pairs around the merged id are found with
+        ``str.split``. A pass costs O(length) in C, so once the passes have
+        read ``batch_work`` characters (default 32 per input byte) the rest is
+        finished by :meth:`_bpe_heap`; the total stays O(n log n).
+        """
+        s = data.decode("latin-1")
+        budget = 32 * len(s) if batch_work is None else batch_work
+        pair_rank, rank_pair = self._pair_rank, self._rank_pair
+        get = pair_rank.get
+        heap = list(set(map(get, map(operator.add, s, s[1:]))) - {None})
+        heapq.heapify(heap)
+        while heap:
+            if budget < len(s):
+                return self._bpe_heap(list(map(ord, s)))
+            r = heapq.heappop(heap)
+            pair = rank_pair[r]
+            budget -= len(s)
+            if pair not in s:
+                continue  # stale: an earlier merge consumed every occurrence
+            c = chr(r)
+            s = s.replace(pair, c)
+            budget -= 2 * len(s)
+            for q in _pairs_around(s, c):
+                nr = get(q)
+                if nr is not None:
+                    heapq.heappush(heap, nr)
+        return list(map(ord, s))
+
+    def _bpe_heap(self, sym: list[int]) -> list[int]:
+        """Heap + linked list: O(n log n) for sequences of any length."""
         rank = self._rank
-        n = len(data)
-        sym = list(data)
+        n = len(sym)
         nxt = list(range(1, n + 1))
         prv = list(range(-1, n - 1))
         heap = [(r, i) for i in range(n - 1) if (r := rank.get((sym[i] << 16) | sym[i + 1]))]
@@ -227,15 +294,116 @@ class StackTokenizer:
         return [s for s in sym if s >= 0]
 
     def _encode_ordinary(self, text: str, out: list[int]) -> None:
-        cache = self._cache
-        for piece in self._split_re.findall(text):
-            ids = cache.get(piece)
+        """Encode through the line cache when the text is long enough to profit, else by pieces."""
+        if len(text) < _LINES_FROM or self.pattern != LLAMA3_PATTERN:
+            self._encode_pieces(text, out)
+            return
+        parts = _LINE_END.split(text)
+        seen = self._seen_lines
+        if seen.isdisjoint(parts):
+            self._encode_pieces(text, out)
+        else:
+            self._encode_lines(text, parts, out)
+        fresh = set(parts).difference(seen)
+        self._seen_chars += sum(map(len, fresh))
+        if self._seen_chars > _LINES_CHARS:  # bound the memory: start over with this text's lines
+            seen.clear()
+            self._lines.clear()
+            fresh = set(parts)
+            self._seen_chars = sum(map(len, fresh))
+        seen.update(fresh)
+
+    def _encode_lines(self, text: str, parts: list[str], out: list[int]) -> None:
+        """Cached lines straight from the line cache; all other lines split in one pass.
+
+        ``parts`` is the text cut by ``_LINE_END``: every cut is a pre-token boundary of
+        the Llama-3 pattern (after a newline, the white space run that follows holds no
+        newline and ends at a visible ASCII character), so each ``part + "\n"`` encodes on
+        its own exactly as inside the text. A line is cached when it is seen again.
+        """
+        lines, seen = self._lines, self._seen_lines
+        again = [p for p in dict.fromkeys(parts[:-1]) if p in seen and p not in lines and len(p) <= _LINE_MAX]
+        if again:
+            self._cache_lines(again)
+        got = list(map(lines.get, parts[:-1]))
+        got.append(None)  # the last part has no newline of its own: never cached
+        if sum(len(p) for p, ids in zip(parts, got) if ids is not None) < _LINES_HIT * len(text):
+            self._encode_pieces(text, out)  # mostly new lines: not worth the bookkeeping
+            return
+        pieces, cache, stops = self._line_pieces([p for p, ids in zip(parts, got) if ids is None])
+        start = 0
+        ranges = iter(stops)
+        for ids in got:
             if ids is None:
-                ids = self._bpe(piece.encode("utf-8"))
-                if len(cache) >= _CACHE_MAX:
-                    cache.clear()
-                cache[piece] = ids
-            out += ids
+                stop = next(ranges)
+                for piece in pieces[start:stop]:
+                    out += cache[piece]
+                start = stop
+            else:
+                out += ids
+
+    def _cache_lines(self, new_lines: list[str]) -> None:
+        """Encode ``line + "\n"`` for every line in one pass and cache each line's ids."""
+        pieces, cache, stops = self._line_pieces([*new_lines, ""])
+        get = cache.__getitem__
+        lines = self._lines
+        for line, start, stop in zip(new_lines, [0, *stops], stops):
+            lines[line] = list(itertools.chain.from_iterable(map(get, pieces[start:stop])))
+
+    def _line_pieces(self, chunks: list[str]) -> tuple[list[str], dict[str, list[int]], list[int]]:
+        """Pre-tokens of ``"\n".join(chunks)`` (all cached) and where each chunk's pre-tokens stop.
+
+        Any selection of the cut lines, joined in order, splits exactly like the lines one
+        by one (every joint is again a cut). Chunk ``i`` owns its newline; the pre-token
+        ends are bisected at the chunk ends (always pre-token boundaries).
+        """
+        pieces = self._split_re.findall("\n".join(chunks))
+        cache = self._cached(pieces)
+        piece_ends = list(itertools.accumulate(map(len, pieces)))
+        chunk_ends = list(itertools.accumulate(map(len, chunks), lambda acc, n: acc + n + 1, initial=0))[1:]
+        chunk_ends[-1] -= 1  # the last chunk has no newline after it
+        stops = [i + 1 for i in map(bisect.bisect_left, itertools.repeat(piece_ends), chunk_ends)]
+        return pieces, cache, stops
+
+    def _encode_pieces(self, text: str, out: list[int]) -> None:
+        """Split, BPE each distinct new pre-token once, then concatenate from the cache."""
+        pieces = self._split_re.findall(text)
+        cache = self._cached(pieces)
+        for piece in pieces:
+            out += cache[piece]
+
+    def _cached(self, pieces: list[str]) -> dict[str, list[int]]:
+        """The pre-token cache, holding every one of ``pieces`` (cleared first when full)."""
+        cache = self._cache
+        new = set(pieces).difference(cache)
+        if new:
+            if len(cache) + len(new) > _CACHE_MAX:
+                cache.clear()
+                new = set(pieces)
+            self._bpe_into(new, cache)
+        return cache
+
+    def _bpe_into(self, pieces: Collection[str], cache: dict[str, list[int]]) -> None:
+        """BPE of many distinct pre-tokens: short ones together in numpy when there are many."""
+        bpe = self._bpe
+        if len(pieces) < _BATCH:
+            for piece in pieces:
+                cache[piece] = bpe(piece.encode("utf-8"))
+            return
+        from . import bpe_batch
+
+        if self._pair_ranks is None:
+            self._pair_ranks = bpe_batch.PairRanks(self._rank)
+        short: list[str] = []
+        datas: list[bytes] = []
+        for piece in pieces:
+            data = piece.encode("utf-8")
+            if len(data) <= _BATCH_BYTES:
+                short.append(piece)
+                datas.append(data)
+            else:
+                cache[piece] = self._bpe_long(data)
+        bpe_batch.batch_bpe(short, datas, self._pair_ranks, cache)
 
     def _allowed(self, allowed_special: AllowedSpecial, add_special_tokens: bool) -> frozenset[str]:
         if add_special_tokens or allowed_special == "all":
@@ -326,6 +494,20 @@ class StackTokenizer:
             f"StackTokenizer(name={self.name!r}, vocab_size={self.vocab_size}, "
             f"merges={len(self.merges)}, specials={len(self.special_to_id)})"
         )
+
+
+def _pairs_around(s: str, c: str) -> set[str]:
+    """Every two-character pair of ``s`` that contains ``c`` (C-speed, via ``str.split``)."""
+    parts = s.split(c)
+    n = len(parts) - 1
+    pairs = set(map(operator.add, map(_LAST, filter(None, parts[:-1])), itertools.repeat(c, n)))
+    pairs.update(map(operator.add, itertools.repeat(c, n), map(_FIRST, filter(None, parts[1:]))))
+    if c + c in s:
+        pairs.add(c + c)
+    return pairs
+
+
+_FIRST, _LAST = operator.itemgetter(0), operator.itemgetter(-1)
 
 
 def shipped_artifact_path() -> Path:

@@ -9,7 +9,9 @@ same input (tested).
 Memory is O(distinct pre-tokens): documents are streamed and only the
 ``Counter`` of pre-token strings is kept. Each merge touches only the words
 that contain the merged pair and updates the counts of the neighbouring
-pairs in place, so the whole loop costs about one step per merge applied.
+pairs in place, so the whole loop costs about one step per merge applied:
+occurrences are found with ``list.index`` and each word is edited in place,
+and a count that drops pushes nothing (``pop_best`` requeues a stale entry).
 
 Out of scope: training on raw bytes that are not valid UTF-8 text, and
 dropout/sentencepiece-style variants.
@@ -81,13 +83,13 @@ def default_workers() -> int:
 class _MergeState:
     """Words as id lists, live pair counts, an inverted index and a lazy max-heap."""
 
-    def __init__(self, word_counts: dict[bytes, int]) -> None:
+    def __init__(self, word_counts: dict[bytes, int], *, consume: bool = False) -> None:
         self.words: list[list[int]] = []
         self.freqs: list[int] = []
         self.counts: dict[int, int] = {}
         self.where: dict[int, list[int]] = {}
         counts, where = self.counts, self.where
-        for word, freq in word_counts.items():
+        for word, freq in _drain(word_counts) if consume else word_counts.items():
             if len(word) < 2:
                 continue
             wi = len(self.words)
@@ -109,8 +111,11 @@ class _MergeState:
         heap, counts = self.heap, self.counts
         while heap:
             neg, key = heapq.heappop(heap)
-            if counts.get(key) == -neg:
-                return key, -neg
+            live = counts.get(key)
+            if live == -neg:
+                return key, live
+            if live is not None and live < -neg:  # decreased since pushed: requeue at its count
+                heapq.heappush(heap, (-live, key))
         return None
 
     def merge(self, key: int, new_id: int) -> None:
@@ -121,34 +126,30 @@ class _MergeState:
         for wi in dict.fromkeys(where.pop(key, ())):
             word = words[wi]
             f = freqs[wi]
-            out: list[int] = []
-            n = len(word)
             i = 0
-            found = False
-            while i < n:
-                if word[i] == a and i + 1 < n and word[i + 1] == b:
-                    found = True
-                    if out:
-                        prev = out[-1]
+            left = word.count(a)  # occurrences of ``a`` still to visit (no exception at the end)
+            while left:
+                i = word.index(a, i)  # the next candidate, found in C; the word is edited in place
+                left -= 1
+                if i + 1 < len(word) and word[i + 1] == b:
+                    if a == b:
+                        left -= 1  # the merge consumes the next ``a`` too
+                    if i:
+                        prev = word[i - 1]
                         k = (prev << _SHIFT) | a
                         delta[k] = delta.get(k, 0) - f
                         k = (prev << _SHIFT) | new_id
                         delta[k] = delta.get(k, 0) + f
                         where.setdefault(k, []).append(wi)
-                    if i + 2 < n:
+                    if i + 2 < len(word):
                         nxt = word[i + 2]
                         k = (b << _SHIFT) | nxt
                         delta[k] = delta.get(k, 0) - f
                         k = (new_id << _SHIFT) | nxt
                         delta[k] = delta.get(k, 0) + f
                         where.setdefault(k, []).append(wi)
-                    out.append(new_id)
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            if found:
-                words[wi] = out
+                    word[i : i + 2] = (new_id,)
+                i += 1
         self._apply(key, delta)
 
     def _apply(self, merged: int, delta: dict[int, int]) -> None:
@@ -161,10 +162,17 @@ class _MergeState:
             c = counts.get(k, 0) + d
             if c > 0:
                 counts[k] = c
-                heapq.heappush(heap, (-c, k))
+                if d > 0:  # a decrease keeps its older, higher entry; pop_best requeues it
+                    heapq.heappush(heap, (-c, k))
             else:
                 counts.pop(k, None)
                 self.where.pop(k, None)
+
+
+def _drain(d: dict[bytes, int]) -> Iterator[tuple[bytes, int]]:
+    """Yield and remove every item, so each word's bytes are freed once it is a list."""
+    while d:
+        yield d.popitem()
 
 
 def train_merges(
@@ -172,15 +180,18 @@ def train_merges(
     num_merges: int,
     *,
     progress: ProgressFn | None = None,
+    consume: bool = False,
 ) -> list[tuple[int, int]]:
     """Learn up to ``num_merges`` merges from ``{pre-token bytes: count}``.
 
     Merge ``i`` creates id ``256 + i``. Stops early (returns fewer) when no
-    pair occurs at least twice; the caller reports that shortfall.
+    pair occurs at least twice; the caller reports that shortfall. With
+    ``consume=True`` ``word_counts`` is emptied while it is read (lower peak
+    memory; the merges do not depend on the order of the words).
     """
     if num_merges + 256 > _MASK:
         raise ValueError(f"num_merges={num_merges} is too large: ids must stay below {_MASK + 1}")
-    state = _MergeState(word_counts)
+    state = _MergeState(word_counts, consume=consume)
     merges: list[tuple[int, int]] = []
     while len(merges) < num_merges:
         best = state.pop_best()

@@ -98,6 +98,14 @@ def test_trainer_equals_naive_on_real_text() -> None:
     assert train_merges(words, 300) == naive_merges(text, 300)
 
 
+def test_consume_gives_the_same_merges_and_empties_the_input() -> None:
+    text = stdlib_text(200_000)
+    words = {w.encode("utf-8"): c for w, c in Counter(regex.findall(SPLIT_PATTERN, text)).items()}
+    kept = dict(words)
+    assert train_merges(words, 300, consume=True) == train_merges(kept, 300)
+    assert words == {} and kept
+
+
 def test_tie_break_is_smallest_pair() -> None:
     # "ab" and "cd" both occur twice: (97, 98) < (99, 100) wins; then "cd".
     merges = train_merges({b"ab": 2, b"cd": 2}, 5)

@@ -1,0 +1,129 @@
+"""Batch BPE with numpy: thousands of distinct short pre-tokens merged in lock-step.
+
+Hand-written because no library applies a rank-ordered merge list to many sequences at
+once without being a tokenizer itself (and the reference must not run one). Each round,
+every unfinished pre-token merges *all* leftmost, non-overlapping occurrences of its own
+lowest-rank pair. That is the textbook rule (one leftmost merge at a time) because a merge
+only creates pairs that contain the new id, whose ranks are higher: merges are topological,
+which the artifact loader enforces. Finished pre-tokens leave the arrays, so a round costs
+O(bytes still merging). Ranks of id pairs come from an open-addressing hash table.
+
+Out of scope: long pre-tokens (the caller keeps them on the str-pass/heap paths, a round
+here per distinct rank would be quadratic) and merge tables that are not topological.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MISS = np.int32(1 << 30)  # rank of a pair that never merges
+_EMPTY = np.int64(-1)
+_MULT = np.int64(0x9E3779B1)
+
+
+class PairRanks:
+    """``rank[(a << 16) | b]`` for arrays of ``a`` and ``b``, vectorized (linear probing)."""
+
+    def __init__(self, rank: dict[int, int]) -> None:
+        bits = max(8, (4 * max(len(rank), 1) - 1).bit_length())
+        self._shift = np.int64(32 - bits)
+        self._mask = np.int64((1 << bits) - 1)
+        size = 1 << bits
+        keys, vals = [-1] * size, [int(MISS)] * size
+        for key, r in rank.items():
+            slot = ((key * 0x9E3779B1) & 0xFFFFFFFF) >> (32 - bits)
+            while keys[slot] != -1:
+                slot = (slot + 1) & (size - 1)
+            keys[slot] = key
+            vals[slot] = r
+        self._keys = np.array(keys, dtype=np.int64)
+        self._vals = np.array(vals, dtype=np.int32)
+        self.bytes = np.full(1 << 16, MISS, dtype=np.int32)  # dense: (a << 8) | b for two bytes
+        for key, r in rank.items():
+            if key >> 16 < 256 and key & 0xFFFF < 256:
+                self.bytes[(key >> 16) << 8 | key & 0xFFFF] = r
+
+    def lookup(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        key = (a.astype(np.int64) << 16) | b
+        slot = ((key * _MULT) & 0xFFFFFFFF) >> self._shift
+        out = np.full(len(key), MISS, dtype=np.int32)
+        todo = np.arange(len(key))
+        while len(todo):
+            found = self._keys[slot]
+            hit = found == key
+            out[todo[hit]] = self._vals[slot[hit]]
+            more = ~hit & (found != _EMPTY)
+            todo, key, slot = todo[more], key[more], (slot[more] + 1) & self._mask
+        return out
+
+
+def batch_bpe(keys: list[str], datas: list[bytes], ranks: PairRanks, into: dict[str, list[int]]) -> None:
+    """Set ``into[keys[j]]`` to the BPE ids of ``datas[j]`` (each non-empty) for every ``j``."""
+    done_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    lens = np.fromiter(map(len, datas), dtype=np.int64, count=len(datas))
+    owner = np.arange(len(datas))
+    ids = np.frombuffer(b"".join(datas), dtype=np.uint8).astype(np.int32)
+    ends = np.cumsum(lens)
+    rk = np.empty(len(ids), dtype=np.int32)  # rank of the pair (i, i + 1); MISS at a piece's end
+    rk[:-1] = ranks.bytes[(ids[:-1] << 8) | ids[1:]]
+    rk[ends - 1] = MISS
+    while len(ids):
+        starts = ends - lens
+        best = np.minimum.reduceat(rk, starts)
+        done = best == MISS
+        if done.any():
+            at_done = np.repeat(done, lens)
+            done_parts.append((ids[at_done], lens[done], owner[done]))
+            ids, rk = ids[~at_done], rk[~at_done]
+            lens, owner, best = lens[~done], owner[~done], best[~done]
+            if not len(ids):
+                break
+            ends = np.cumsum(lens)
+            starts = ends - lens
+        want = np.repeat(best, lens)
+        pos = _leftmost_non_overlapping(np.flatnonzero(rk == want))
+        ids[pos] = want[pos]
+        gone = np.zeros(len(ids), dtype=bool)
+        gone[pos + 1] = True
+        piece = np.searchsorted(starts, pos, side="right") - 1
+        ids, rk = ids[~gone], rk[~gone]
+        lens = lens - np.bincount(piece, minlength=len(lens))
+        ends = np.cumsum(lens)
+        _rerank(ids, rk, pos - np.arange(len(pos)), ends[piece], lens[piece], ranks)
+    _emit(keys, done_parts, into)
+
+
+def _leftmost_non_overlapping(pos: np.ndarray) -> np.ndarray:
+    """In a run of consecutive positions (a pair ``(x, x)`` in ``x x x``), keep every other one."""
+    if len(pos) < 2:
+        return pos
+    chained = np.zeros(len(pos), dtype=bool)
+    chained[1:] = pos[1:] == pos[:-1] + 1
+    if not chained.any():
+        return pos
+    k = np.arange(len(pos))
+    run_start = np.maximum.accumulate(np.where(chained, 0, k))
+    return pos[(k - run_start) % 2 == 0]
+
+
+def _rerank(
+    ids: np.ndarray, rk: np.ndarray, at: np.ndarray, end: np.ndarray, length: np.ndarray, ranks: PairRanks
+) -> None:
+    """Recompute the pair ranks around each merged position ``at`` (after compaction).
+
+    ``end`` and ``length`` describe the pre-token that holds each position.
+    """
+    is_end = at == end - 1
+    rk[at[is_end]] = MISS
+    pair = np.concatenate((at[~is_end], at[at != end - length] - 1))  # right pairs, then left pairs
+    rk[pair] = ranks.lookup(ids[pair], ids[pair + 1])
+
+
+def _emit(keys: list[str], parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], into: dict) -> None:
+    """Store every finished pre-token's ids as a Python list (slicing and zipping run in C)."""
+    flat = np.concatenate([p[0] for p in parts]).tolist()
+    lens = np.concatenate([p[1] for p in parts])
+    owner = np.concatenate([p[2] for p in parts]).tolist()
+    ends = np.cumsum(lens)
+    segments = map(flat.__getitem__, map(slice, (ends - lens).tolist(), ends.tolist()))
+    into.update(zip(map(keys.__getitem__, owner), segments))

@@ -1,0 +1,165 @@
+"""Every fast path of the encoder against the textbook definition, over random merge tables.
+
+The textbook rule: find the lowest-rank adjacent pair (leftmost on a tie), merge it, repeat.
+Random tables are topological (each merge combines earlier ids), the contract the artifact
+loader enforces. Out of scope: speed (see ``benchmarks/bench_encode.py``).
+"""
+
+from __future__ import annotations
+
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stacktok_export import SPLIT_PATTERN, StackTokenizer, load_tokenizer
+from stacktok_export import bpe as bpe_module
+from stacktok_export.bpe_batch import PairRanks, batch_bpe
+
+from .conftest import ROOT, SHIPPED, need
+
+ALPHABET = "ab \n\u00e9"  # bytes 0x61 0x62 0x20 0x0a 0xc3 0xa9
+BYTES = sorted(set(ALPHABET.encode("utf-8")))
+
+
+def textbook_bpe(data: bytes, merges: list[tuple[int, int]]) -> list[int]:
+    """One merge at a time: the lowest-rank pair present, leftmost occurrence."""
+    rank = {pair: 256 + i for i, pair in enumerate(merges)}
+    ids = list(data)
+    while True:
+        found = [(rank[p], i) for i, p in enumerate(zip(ids, ids[1:])) if p in rank]
+        if not found:
+            return ids
+        r, i = min(found)
+        ids[i : i + 2] = [r]
+
+
+@st.composite
+def merge_tables(draw: st.DrawFn) -> list[tuple[int, int]]:
+    """Up to 40 merges; each combines two earlier ids (bytes of ALPHABET or earlier merges)."""
+    ids = list(BYTES)
+    merges: list[tuple[int, int]] = []
+    for _ in range(draw(st.integers(0, 40))):
+        pair = (draw(st.sampled_from(ids)), draw(st.sampled_from(ids)))
+        if pair not in merges:
+            merges.append(pair)
+            ids.append(255 + len(merges))
+    return merges
+
+
+def tokenizer(merges: list[tuple[int, int]]) -> StackTokenizer:
+    tok = StackTokenizer()
+    tok.merges = merges
+    tok._index()
+    return tok
+
+
+byte_strings = st.lists(st.sampled_from(BYTES), max_size=300).map(bytes)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(merges=merge_tables(), data=byte_strings, work=st.integers(0, 2000))
+def test_every_bpe_path_equals_the_textbook(merges: list[tuple[int, int]], data: bytes, work: int) -> None:
+    tok = tokenizer(merges)
+    want = textbook_bpe(data, merges)
+    assert tok._bpe_short(list(data)) == want
+    assert tok._bpe_heap(list(data)) == want
+    assert tok._bpe_long(data) == want
+    # a small budget hands over to the heap part-way through the str passes
+    assert tok._bpe_long(data, batch_work=work) == want
+    assert tok._bpe(data) == want
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(merges=merge_tables(), datas=st.lists(byte_strings.filter(bool), min_size=1, max_size=40))
+def test_numpy_batch_equals_the_textbook(merges: list[tuple[int, int]], datas: list[bytes]) -> None:
+    """All pre-tokens merge in lock-step, each with its own lowest-rank pair per round."""
+    tok = tokenizer(merges)
+    got: dict[str, list[int]] = {}
+    keys = [f"k{j}" for j in range(len(datas))]
+    batch_bpe(keys, datas, PairRanks(tok._rank), got)
+    assert [got[k] for k in keys] == [textbook_bpe(d, merges) for d in datas]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(merges=merge_tables(), texts=st.lists(st.text(alphabet=ALPHABET, max_size=400), max_size=4))
+def test_encode_with_its_cache_equals_the_textbook(merges: list[tuple[int, int]], texts: list[str]) -> None:
+    """Several calls share the pre-token cache (tiny, so it overflows); each result is textbook."""
+    tok = tokenizer(merges)
+    saved = bpe_module._CACHE_MAX
+    bpe_module._CACHE_MAX = 8
+    try:
+        for text in texts + texts:
+            pieces = regex.findall(SPLIT_PATTERN, text)
+            want = [i for piece in pieces for i in textbook_bpe(piece.encode(), merges)]
+            assert tok.encode(text) == want
+    finally:
+        bpe_module._CACHE_MAX = saved
+
+
+def test_long_repetitive_pretoken_takes_the_str_passes() -> None:
+    """The 1 MB-pre-token shape, smaller: "a" * n merges by doubling; both long paths agree."""
+    merges = [(97, 97), (256, 256), (257, 257), (258, 97)]  # a2, a4, a8, a9
+    tok = tokenizer(merges)
+    for n in (0, 1, 2, 3, 7, 9, 17, 1001):
+        assert tok._bpe_long(b"a" * n) == textbook_bpe(b"a" * n, merges)
+    ids = tok._bpe_long(b"a" * 100_003)
+    assert ids == tok._bpe_heap(list(b"a" * 100_003))
+    assert ids == [258] * 12_500 + [256, 97]
+
+
+def test_cold_encode_of_the_heldout_equals_tiktoken() -> None:
+    """A fresh tokenizer (empty cache) takes the numpy batch and the long paths on 2 MB."""
+    tiktoken_fmt = need("stacktok_export.export.tiktoken_fmt", "tiktoken")
+    text = (ROOT / "fixtures" / "heldout-2mb.txt").read_text(encoding="utf-8")
+    tok = load_tokenizer(SHIPPED)
+    assert tok.encode(text) == tiktoken_fmt.to_tiktoken(tok).encode_ordinary(text)
+    assert tok._pair_ranks is not None  # the batch path ran
+
+
+# white space the regex engine and Python disagree on, CR/LF mixes, visible ASCII, letters, digits
+LINE_ALPHABET = "ab9'!#\t\n\n\n\r  \x0b\x0c\x1c\x85\u2028\u3000\u00e9"
+
+
+LINE_BYTES = sorted(set(LINE_ALPHABET.encode("utf-8")))
+#: every pair of the alphabet's bytes merges, so a pre-token cut in the wrong place changes the ids
+ALL_PAIRS = [(a, b) for a in LINE_BYTES for b in LINE_BYTES]
+
+
+lines_text = st.lists(st.text(alphabet=LINE_ALPHABET, max_size=12), max_size=25).map("\n".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(lines_text, min_size=1, max_size=4), hit=st.sampled_from([0.0, 0.5]))
+def test_line_cache_equals_the_textbook(texts: list[str], hit: float) -> None:
+    """Texts cut into lines, lines cached on their second sighting: ids equal the textbook."""
+    tok = tokenizer(ALL_PAIRS)
+    saved = bpe_module._LINES_FROM, bpe_module._LINES_HIT
+    bpe_module._LINES_FROM, bpe_module._LINES_HIT = 0, hit  # every text takes the line path
+    try:
+        for text in texts + texts[::-1] + ["".join(texts)]:
+            pieces = regex.findall(SPLIT_PATTERN, text)
+            assert tok.encode(text) == [i for p in pieces for i in textbook_bpe(p.encode(), ALL_PAIRS)]
+    finally:
+        bpe_module._LINES_FROM, bpe_module._LINES_HIT = saved
+    assert tok._seen_lines
+
+
+def test_line_cache_serves_repeated_lines(small_tok: StackTokenizer) -> None:
+    tok = tokenizer(small_tok.merges)
+    text = "".join(f"    x = f({i % 50})\n\tif y:\n" for i in range(4000))
+    assert len(text) >= bpe_module._LINES_FROM
+    want: list[int] = []
+    small_tok._encode_pieces(text, want)
+    assert tok.encode(text) == want  # first sighting: lines only remembered
+    assert not tok._lines
+    assert tok.encode(text) == want  # second: cached
+    assert "    x = f(7)" in tok._lines and tok.encode(text) == want
+
+
+@pytest.mark.parametrize("pattern", [r"\S+|\s+"])
+def test_other_patterns_skip_the_line_cache(pattern: str) -> None:
+    """The line cuts are proven for the Llama-3 pattern only."""
+    tok = StackTokenizer(pattern)
+    text = "a\n b\n" * 2000
+    assert tok.encode(text) == list(text.encode()) and not tok._seen_lines
