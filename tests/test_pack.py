@@ -234,8 +234,8 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
 def test_killed_run_resumes_keeping_finished_shards(jsonl: Path, tmp_path: Path) -> None:
     big = tmp_path / "big.jsonl"
     lines = jsonl.read_text(encoding="utf-8")
-    big.write_text(lines * 6, encoding="utf-8")
-    args = ("pack", str(big), "--out", "out", "--shard-tokens", "20000", "--workers", "1", "--quiet")
+    big.write_text(lines * 12, encoding="utf-8")
+    args = ("pack", str(big), "--out", "out", "--shard-tokens", "5000", "--workers", "1", "--quiet")
     proc = subprocess.Popen([sys.executable, "-m", "stacktok_cli", *args], cwd=tmp_path)
     journal = tmp_path / "out" / "pack.journal.json"
     deadline = time.monotonic() + 300
