@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 FORMAT = "stacktok-bpe-v1"
 LEGACY_FORMATS = ("stacklm-bpe-v1",)
+MAX_VOCAB = 1 << 16  # ids are 16-bit: pair keys (a << 16 | b) and uint16 packs
 _REQUIRED = ("format", "vocab_size", "pattern", "merges", "special_tokens")
 
 
@@ -150,6 +151,11 @@ def _validate(payload: dict[str, Any], path: Path) -> None:
         raise ArtifactError(f"{path}: pattern must be a string")
     if type(payload["vocab_size"]) is not int:
         raise ArtifactError(f"{path}: vocab_size must be an integer")
+    if payload["vocab_size"] > MAX_VOCAB:
+        raise ArtifactError(
+            f"{path}: vocab_size {payload['vocab_size']:,} is over {MAX_VOCAB:,}; stacktok ids are 16-bit "
+            "(merge tables, uint16 packs): train with --vocab-size at most 65536"
+        )
 
 
 def load(

@@ -175,6 +175,8 @@ class StackTokenizer:
                 f"vocab_size={vocab_size} is too small: it must hold 256 bytes and "
                 f"{len(special_tokens)} special tokens (at least {NUM_BYTES + len(special_tokens)})"
             )
+        if vocab_size > _artifact.MAX_VOCAB:
+            raise ValueError(f"vocab_size={vocab_size} is over {_artifact.MAX_VOCAB}: ids are 16-bit")
         _artifact.check_specials(list(special_tokens))
         counts = count_pretokens(docs, self.pattern, workers=workers or default_workers())
         word_counts = {s.encode("utf-8"): c for s, c in counts.items()}

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .artifact import ArtifactError
+from .artifact import MAX_VOCAB, ArtifactError
 from .bpe import SPECIAL_TOKENS, VOCAB_SIZE, StackTokenizer, load_tokenizer, shipped_artifact_path
 from .cli_pack import add_pack
 from .corpus import CorpusError, CorpusOptions, expand_inputs, training_texts
@@ -50,8 +50,10 @@ def _corpus_options(args: argparse.Namespace) -> CorpusOptions:
 
 # ------------------------------------------------------------------ commands
 def cmd_train(args: argparse.Namespace) -> int:
-    if args.vocab_size < 256 + len(SPECIAL_TOKENS):
-        raise UsageError(f"--vocab-size must be at least {256 + len(SPECIAL_TOKENS)}")
+    if not 256 + len(SPECIAL_TOKENS) <= args.vocab_size <= MAX_VOCAB:
+        raise UsageError(
+            f"--vocab-size must be between {256 + len(SPECIAL_TOKENS)} and {MAX_VOCAB} (ids are 16-bit)"
+        )
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
     _check_out_file(Path(args.out), flag="--out")

@@ -139,3 +139,31 @@ def test_package_copy_is_the_committed_artifact() -> None:
     """``load_tokenizer()`` from an installed package reads the same bytes as tokenizer/."""
     assert shipped_artifact_path().read_bytes() == SHIPPED.read_bytes()
     assert load_tokenizer().fingerprint == load_tokenizer(SHIPPED).fingerprint
+
+
+def test_vocab_over_16_bits_is_refused(tmp_path) -> None:
+    """Ids are 16-bit (pair keys, uint16 packs): a bigger vocabulary would encode wrongly, silently."""
+    import json
+
+    import pytest
+
+    from stacktok_export import ArtifactError, StackTokenizer
+    from stacktok_export.cli import main
+
+    with pytest.raises(ValueError, match="over 65536"):
+        StackTokenizer().train_from_iterable(["a b"], vocab_size=70_000)
+    doc = {
+        "format": "stacktok-bpe-v1",
+        "vocab_size": 70_000,
+        "pattern": "x",
+        "merges": [],
+        "special_tokens": [],
+    }
+    (tmp_path / "big.json").write_text(json.dumps(doc))
+    with pytest.raises(ArtifactError, match="over 65,536"):
+        StackTokenizer.load(tmp_path / "big.json")
+    (tmp_path / "t.txt").write_text("a b")
+    assert (
+        main(["train", str(tmp_path / "t.txt"), "--vocab-size", "70000", "--out", str(tmp_path / "o.json")])
+        == 2
+    )
