@@ -52,7 +52,8 @@ def _corpus_options(args: argparse.Namespace) -> CorpusOptions:
 def cmd_train(args: argparse.Namespace) -> int:
     if not 256 + len(SPECIAL_TOKENS) <= args.vocab_size <= MAX_VOCAB:
         raise UsageError(
-            f"--vocab-size must be between {256 + len(SPECIAL_TOKENS)} and {MAX_VOCAB} (ids are 16-bit)"
+            f"--vocab-size must be at least {256 + len(SPECIAL_TOKENS)} and at most {MAX_VOCAB} "
+            "(ids are 16-bit)"
         )
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
