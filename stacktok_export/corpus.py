@@ -93,14 +93,13 @@ class Document:
 
 @dataclass
 class _Cursor:
-    """Input bytes consumed by the files before the current one, and the next document number."""
+    """The next document number of one input."""
 
-    before: int = 0
     number: int = 0
 
     def doc(self, text: str | None, where: str, replaced: int, consumed: int) -> Document:
         self.number += 1
-        return Document(text, where, self.number - 1, replaced, self.before + consumed)
+        return Document(text, where, self.number - 1, replaced, consumed)
 
 
 # ------------------------------------------------------------------ inputs
@@ -241,7 +240,6 @@ def _text_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Documen
     if tail.strip(b" \t\r\n"):
         number += 1
         yield from _paragraph(tail, path, number, start, opts, cur)
-    cur.before += start + len(carry)
 
 
 def _whole_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Document:
@@ -261,16 +259,8 @@ def _whole_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Document:
 
 def _lines(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
     """One document per line, its ``\\n`` (and a ``\\r`` before it) not part of it."""
-    carry, lineno, pos = b"", 0, 0
-    for block in _blocks(path):
-        carry += block
-        *lines, carry = carry.split(b"\n")
-        for line in lines:
-            lineno += 1
-            yield _line_doc(line.removesuffix(b"\r"), f"{path}:{lineno}", pos, opts, cur)
-            pos += len(line) + 1
-    if carry:
-        yield _line_doc(carry.removesuffix(b"\r"), f"{path}:{lineno + 1}", pos, opts, cur)
+    for lineno, pos, line in _split_lines(path):
+        yield _line_doc(line.removesuffix(b"\r"), f"{path}:{lineno}", pos, opts, cur)
 
 
 def _line_doc(line: bytes, where: str, pos: int, opts: CorpusOptions, cur: _Cursor) -> Document:
@@ -286,20 +276,27 @@ def _paragraph(
     yield cur.doc(text, where, replaced, start + len(piece))
 
 
-def _jsonl_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
+def _split_lines(path: str) -> Iterator[tuple[int, int, bytes]]:
+    """``(line number, byte offset, line without its \\n)`` per line; a last line without
+    ``\\n`` counts. Each block is split once (a long line does not re-split what it carries)."""
     carry, lineno, pos = b"", 0, 0
-    for block in chain(_blocks(path), [b"\n"]):
-        carry += block
-        *lines, carry = carry.split(b"\n")
-        for line in lines:
+    for block in _blocks(path):
+        parts = block.split(b"\n")
+        parts[0] = carry + parts[0]
+        carry = parts.pop()
+        for line in parts:
             lineno += 1
-            if not line.strip():
-                pos += len(line) + 1
-                continue
-            text, replaced = _json_record(line, f"{path}:{lineno}", pos, opts)
+            yield lineno, pos, line
             pos += len(line) + 1
-            yield cur.doc(text, f"{path}:{lineno}", replaced, pos)
-    cur.before += pos - 1
+    if carry:
+        yield lineno + 1, pos, carry
+
+
+def _jsonl_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
+    for lineno, pos, line in _split_lines(path):
+        if line.strip():
+            text, replaced = _json_record(line, f"{path}:{lineno}", pos, opts)
+            yield cur.doc(text, f"{path}:{lineno}", replaced, pos + len(line) + 1)
 
 
 def _json_record(line: bytes, where: str, pos: int, opts: CorpusOptions) -> tuple[str | None, int]:
@@ -356,7 +353,6 @@ def _parquet_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Docu
                 raise CorpusError(f"{where}: column {opts.column!r} is null; filter null rows out")
             text, replaced = _no_surrogates(value, errors=opts.errors, where=where)
             yield cur.doc(text, where, replaced, size * row // rows)
-    cur.before += size
 
 
 _JSON_TYPES = {

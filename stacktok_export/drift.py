@@ -135,7 +135,3 @@ class DriftCache:
             body = "".join(f"\\U{ord(c):08x}" for c in sorted(self._safe))
             self._pattern, self._built, self._misses = re.compile(f"[^{body}]"), len(self._safe), 0
         return self._pattern
-
-    def any_drift(self, text: str) -> bool:
-        """Whether ``text`` holds a code point the encoder's tables classify differently."""
-        return self.scan(text)[0]

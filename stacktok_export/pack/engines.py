@@ -84,7 +84,7 @@ def run_local(
     pool: ProcessPoolExecutor | None,
     workers: int,
 ) -> Iterator[Encoded]:
-    """Encoded batches in corpus order from ``pool`` (shut down at the end), or in-process."""
+    """Encoded batches in corpus order from ``pool`` (its owner shuts it down), or in-process."""
     if pool is None:
         encoder = DocEncoder(spec)
         for batch in batches(paths, options, start=start):
@@ -102,8 +102,6 @@ def run_local(
         raise EngineError(
             "a worker process died (out of memory?); rerun the same command to resume"
         ) from None
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class _RayEncoder:

@@ -263,9 +263,9 @@ def _write(
     opts: PackOptions,
 ) -> None:
     sizes = [i["bytes"] for i in head["inputs"]]
-    before = [sum(sizes[:k]) for k in range(len(sizes))]
+    before, total = [sum(sizes[:k]) for k in range(len(sizes))], sum(sizes)
     with Progress(quiet=opts.quiet) as progress:
-        bar = progress.bar("pack", -(-sum(sizes) // 1_000_000), unit="MB")
+        bar = progress.bar("pack", -(-total // 1_000_000), unit="MB")
         docs = 0
         try:
             for e in results:
@@ -281,7 +281,7 @@ def _write(
                         write_text_atomic(out / JOURNAL, _dumps({**head, "shards": shards}))
                 docs += len(e.lengths)
                 bar.note(f"{docs:,} docs, {len(shards)} shards")
-                bar.set(min(before[e.source] + e.consumed, sum(sizes)) // 1_000_000)
+                bar.set(min(before[e.source] + e.consumed, total) // 1_000_000)
         except BaseException:
             writer.abort()
             bar.close(line=False)  # the error is the line the user needs
