@@ -224,6 +224,10 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     assert r.returncode == 2 and "column 'text' is int64, not a string" in r.stderr, r.stderr
     r = _cli("pack", "a.txt", "--out", "out2", "--errors", "replace", "--quiet", cwd=tmp_path)
     assert r.returncode == 0 and "replaced 1" in r.stdout, r.stderr
+    (tmp_path / "bad.json").write_text('{"format":')  # workers start before the parent reads it
+    r = _cli("pack", "a.txt", "--out", "out3", "--errors", "replace", "--artifact", "bad.json", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "bad.json: malformed JSON" in r.stderr
     r = _cli("pack", "--check", "out2", cwd=tmp_path)
     assert r.returncode == 0 and "out2: OK" in r.stdout, r.stdout + r.stderr
     (tmp_path / "out2" / "shard-00000.bin").write_bytes(b"\0\0")

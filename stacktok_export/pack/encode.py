@@ -173,16 +173,24 @@ def _first_difference(ref: list[int], got: list[int]) -> int:
     return next((i for i, (a, b) in enumerate(zip(ref, got)) if a != b), min(len(ref), len(got)))
 
 
-# One encoder per worker process, built by the pool's initializer.
-_WORKER: DocEncoder | None = None
+# One encoder per worker process, built by the pool's initializer. Workers start before the
+# parent has read the artifact, so a failure to build one is kept and raised with the first
+# batch (through the future, as one error line in the parent) -- an initializer that raises
+# would print a traceback and break the pool.
+_WORKER: DocEncoder | Exception | None = None
 
 
 def init_worker(spec: EncoderSpec) -> None:
     global _WORKER
-    _WORKER = DocEncoder(spec)
+    try:
+        _WORKER = DocEncoder(spec)
+    except Exception as exc:  # noqa: BLE001 -- re-raised by encode_in_worker
+        _WORKER = exc
 
 
 def encode_in_worker(batch: Batch) -> Encoded:
     if _WORKER is None:
         raise RuntimeError("init_worker was not called in this process")
+    if isinstance(_WORKER, Exception):
+        raise _WORKER
     return _WORKER.encode_batch(batch)
