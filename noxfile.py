@@ -125,7 +125,7 @@ ROWS_DIR = MATRIX_DIR / "rows"
 
 
 def _versions():
-    """conformance.versions, imported on the nox host (stdlib + packaging only)."""
+    """conformance.matrix.versions, imported on the nox host (stdlib + packaging only)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from conformance import versions
 
@@ -160,7 +160,7 @@ def install_on_cpu_torch(session: nox.Session, *requirements: str, index: tuple[
     """Install ``requirements`` as their wheels' metadata asks, over the CPU torch wheel on disk.
 
     uv resolves the requirements with torch overridden to that wheel; every GPU-only package
-    the resolution names (``conformance.versions.GPU_ONLY``) is then overridden away and the
+    the resolution names (``conformance.matrix.versions.GPU_ONLY``) is then overridden away and the
     resolution repeated until none is left, so no CUDA build is ever downloaded.
     """
     versions = _versions()
@@ -258,7 +258,7 @@ def conformance(session: nox.Session, row: str) -> None:
         env=env, success_codes=[0, 1, 2],
     )  # fmt: skip
     update = ("--update",) if flags.update else ()
-    session.run("python", "-m", "conformance.changes", str(rows), *update)
+    session.run("python", "-m", "conformance.matrix.changes", str(rows), *update)
 
 
 #: megatron-core's IndexedDataset reads `stacktok pack --format megatron` (heavy; installed --no-deps)
@@ -350,7 +350,7 @@ def floor(session: nox.Session, package: str) -> None:
     result.write_text(
         json.dumps({"package": package, "floor": found, "since": FLOOR_SINCE[package], "tried": tried})
     )
-    session.run("python", "-m", "conformance.changes", "--floor", str(result))
+    session.run("python", "-m", "conformance.matrix.changes", "--floor", str(result))
 
 
 # llama.cpp's converter, from the llama.cpp that llama-cpp-python vendors (its PyPI sdist): issue 15.
@@ -393,7 +393,7 @@ def matrix(session: nox.Session) -> None:
         session.error("no conformance rows in .nox/matrix/rows: run `nox -s conformance` first")
     uv = _versions().uv_binary()
     run = (uv, "run", "--no-project", "--python", PYTHON, "--with-editable", ".", "python")
-    session.run(*run, "-m", "conformance.changes", "--update", *files, external=True)
+    session.run(*run, "-m", "conformance.matrix.changes", "--update", *files, external=True)
 
 
 @nox.session(python=PYTHON)

@@ -28,11 +28,11 @@ import time
 from pathlib import Path
 
 from conformance.backends import load_backend
-from conformance.fixtures import FixtureSet
+from conformance.core.fixtures import FixtureSet
 from conformance.fuzz import DEFAULT_BACKENDS, FuzzConfig, make_example, reference_ids, render, run_fuzz
-from conformance.generators import GENERATORS, GenContext
-from conformance.layout import Exports
-from conformance.protocol import BackendMissing, Capability
+from conformance.fuzz.generators import GENERATORS, GenContext
+from conformance.core.layout import Exports
+from conformance.core.protocol import BackendMissing, Capability
 from stacktok_export import StackTokenizer
 from stacktok_export.bpe import shipped_artifact_path
 

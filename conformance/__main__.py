@@ -20,14 +20,14 @@ from pathlib import Path
 
 from stacktok_export._atomic import write_text_atomic
 
-from .backends import REGISTRY, backend_list, check_selection
-from .environment import environment_versions
-from .fixtures import FixtureSet
-from .layout import Exports, LayoutError
-from .report import matrix_row, render_text, to_json
-from .rows import exit_code, verdict_line
-from .runner import result_rows, run_suite
-from .validate import input_errors, validate_directory
+from conformance.backends import REGISTRY, backend_list, check_selection
+from conformance.core.environment import environment_versions
+from conformance.core.fixtures import FixtureSet
+from conformance.core.layout import Exports, LayoutError
+from conformance.report import matrix_row, render_text, to_json
+from conformance.core.rows import exit_code, verdict_line
+from conformance.checks.runner import result_rows, run_suite
+from conformance.validate import input_errors, validate_directory
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = ROOT / "tokenizer" / "stack100m-32768-hf"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import stacktok_export.export.gguf_fmt as gguf_fmt
 from conformance.backends.llama_backend import LlamaCppTokenizer
-from conformance.fixtures import FIXTURES, load_probes
+from conformance.core.fixtures import FIXTURES, load_probes
 from stacktok_export import load_tokenizer
 
 #: pre types llama-vocab.cpp loads with clean_spaces = false (BPE), in source order

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.protocol import Backend, Capability
+from conformance.core.protocol import Backend, Capability
 from stacktok_export import SPECIAL_TOKENS, StackTokenizer
 from stacktok_export.chat import render_conversation
 

@@ -11,12 +11,12 @@ import pytest
 from conformance.__main__ import main as conformance_main
 from conformance.backends import REGISTRY, load_backend
 from conformance.backends._base import byte_stream, text_stream
-from conformance.fixtures import Divergence, FixtureSet, Probe, load_probes
-from conformance.layout import Exports
-from conformance.protocol import Backend, Capability
+from conformance.core.fixtures import Divergence, FixtureSet, Probe, load_probes
+from conformance.core.layout import Exports
+from conformance.core.protocol import Backend, Capability
 from conformance.report import render_text
-from conformance.rows import exit_code
-from conformance.runner import result_rows, run_suite
+from conformance.core.rows import exit_code
+from conformance.checks.runner import result_rows, run_suite
 
 from .conftest import SHIPPED, SHIPPED_HF
 from .strings import HARD_STRINGS
@@ -141,7 +141,7 @@ def test_streaming_helpers_hold_back_partial_characters() -> None:
 
 
 def test_probe_file_errors_name_the_line(tmp_path: Path) -> None:
-    from conformance.fixtures import FixtureError
+    from conformance.core.fixtures import FixtureError
 
     bad = tmp_path / "p.jsonl"
     bad.write_text('{"id": "a", "category": "c", "text": "x"}\n{"id": "b", "category": "c"}\n')

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.declared import UNICODE_TABLES, Declarations
-from conformance.fixtures import Divergence
+from conformance.core.declared import UNICODE_TABLES, Declarations
+from conformance.core.fixtures import Divergence
 from stacktok_export import load_tokenizer
 from stacktok_export.drift import OTHER, SAME, TABLES, DriftCache
 from stacktok_export.export.tiktoken_fmt import to_tiktoken

@@ -292,10 +292,10 @@ def test_declared_divergence_with_spanning_merges(diverge_case: Case, name: str)
 
 @pytest.mark.parametrize("name", list(DIVERGENCE_TEXTS))
 def test_declared_divergence_is_covered_by_its_declaration(diverge_case: Case, name: str) -> None:
-    """The gate's rule (conformance.declared) excuses exactly these differences, by content."""
+    """The gate's rule (conformance.core.declared) excuses exactly these differences, by content."""
     from conformance.backends.llama_backend import LlamaCppBackend
-    from conformance.declared import Declarations
-    from conformance.fixtures import FixtureSet, Probe
+    from conformance.core.declared import Declarations
+    from conformance.core.fixtures import FixtureSet, Probe
 
     backend = LlamaCppBackend(diverge_case.llama)
     decl = Declarations(FixtureSet.load(shipped=False).divergences, diverge_case.tok)

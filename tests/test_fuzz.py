@@ -30,12 +30,12 @@ import pytest
 from conformance import fuzz
 from conformance.backends import load_backend
 from conformance.backends.llama_backend import LlamaCppTokenizer
-from conformance.declared import Declarations
-from conformance.fixtures import FixtureSet, load_probes
+from conformance.core.declared import Declarations
+from conformance.core.fixtures import FixtureSet, load_probes
 from conformance.gate import add_arguments as gate_arguments
 from conformance.gate import main as gate_main
-from conformance.generators import GENERATORS, GenContext
-from conformance.layout import Exports
+from conformance.fuzz.generators import GENERATORS, GenContext
+from conformance.core.layout import Exports
 from stacktok_export import load_tokenizer
 from stacktok_export.export import gguf_fmt
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 import stacktok_cli
-from conformance.fixtures import FixtureSet
-from conformance.gate_checks import _post_added_tokens
+from conformance.core.fixtures import FixtureSet
+from conformance.static.checks import _post_added_tokens
 
 from .conftest import ROOT, SHIPPED_HF
 

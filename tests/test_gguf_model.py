@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conformance.backends.llama_backend import LlamaCppTokenizer
-from conformance.fixtures import load_probes
+from conformance.core.fixtures import load_probes
 from stacktok_export import StackTokenizer
 from stacktok_export.export.gguf_fmt import TOKEN_TYPE_UNUSED, read_gguf_fields
 from stacktok_export.export.gguf_model import retokenize

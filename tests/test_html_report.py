@@ -1,4 +1,4 @@
-"""The gate's picture: ``conformance.html_report`` on hand-built rows, and rendered in a real Chromium.
+"""The gate's picture: ``conformance.report.html`` on hand-built rows, and rendered in a real Chromium.
 
 The browser tests (marker ``browser``) need Debian's Chromium (``apt-get install -y chromium``);
 without it they FAIL with that command, never skip.
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.html_report import grid_markdown, to_html
-from conformance.rows import Row
+from conformance.report.html import grid_markdown, to_html
+from conformance.core.rows import Row
 
 ROWS = [
     Row("config.no_double_bos", "files", "pass", "ok"),

@@ -2,7 +2,7 @@
 
 ``llama_detokenize`` applies ``clean_spaces`` for our pre-tokenizer type (and every type with
 the Llama-3 split); the declaration ``llama.cpp-detokenize-clean-spaces`` covers a difference
-only when the bytes are exactly :func:`conformance.clean_spaces.clean_spaces` of the original.
+only when the bytes are exactly :func:`conformance.core.clean_spaces.clean_spaces` of the original.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import pytest
 
 from conformance.backends import load_backend
 from conformance.backends.llama_backend import LlamaCppDetokenizeBackend
-from conformance.clean_spaces import clean_spaces
-from conformance.declared import Declarations
-from conformance.fixtures import FixtureSet, Probe
-from conformance.layout import Exports
-from conformance.protocol import Capability
-from conformance.runner import Runner, result_rows, run_suite
+from conformance.core.clean_spaces import clean_spaces
+from conformance.core.declared import Declarations
+from conformance.core.fixtures import FixtureSet, Probe
+from conformance.core.layout import Exports
+from conformance.core.protocol import Capability
+from conformance.checks.runner import Runner, result_rows, run_suite
 from stacktok_export import StackTokenizer
 
 from .conftest import SHIPPED, SHIPPED_HF, need

@@ -1,4 +1,4 @@
-"""`conformance.surface`: every token any file defines, compared with the artifact id by id.
+"""`conformance.static.surface`: every token any file defines, compared with the artifact id by id.
 
 The shipped export passes every row; each planted variant (an added ``<think>``,
 a special renamed in one file, swapped GGUF strings, an extra GGUF key, swapped
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.layout import Exports
-from conformance.rows import Row
-from conformance.surface import surface_rows
+from conformance.core.layout import Exports
+from conformance.core.rows import Row
+from conformance.static.surface import surface_rows
 from stacktok_export import StackTokenizer
 from stacktok_export.export import gguf_fmt
 from stacktok_export.export.hf import added_token

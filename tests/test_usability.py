@@ -295,7 +295,7 @@ def test_help_output_shows_defaults() -> None:
 # ------------------------------------------------------------ true hints (item 3)
 def test_trl_missing_names_trl_not_datasets(monkeypatch) -> None:
     from conformance.backends import trl_backend
-    from conformance.protocol import BackendMissing
+    from conformance.core.protocol import BackendMissing
 
     monkeypatch.setitem(sys.modules, "trl", None)
     monkeypatch.setitem(sys.modules, "datasets", None)  # absent too, as on a fresh machine
@@ -309,7 +309,7 @@ def test_trl_missing_names_trl_not_datasets(monkeypatch) -> None:
 
 def test_trl_present_but_datasets_missing_names_datasets(monkeypatch) -> None:
     from conformance.backends import trl_backend
-    from conformance.protocol import BackendMissing
+    from conformance.core.protocol import BackendMissing
 
     monkeypatch.setitem(sys.modules, "trl", types.ModuleType("trl"))
     monkeypatch.setitem(sys.modules, "datasets", None)

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from conformance.fixtures import FixtureError, FixtureSet, load_chats, load_probes, text_probes
-from conformance.layout import Exports
+from conformance.core.fixtures import FixtureError, FixtureSet, load_chats, load_probes, text_probes
+from conformance.core.layout import Exports
 from conformance.validate import InputError, _load_with_tokenizers, validate_directory
 
 from .conftest import SHIPPED, SHIPPED_HF, need

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance import versions
-from conformance.versions import Resolved, VersionError, parse_flags, resolve
+from conformance.matrix.versions import Resolved, VersionError, parse_flags, resolve
 
 from .conftest import need
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from stacktok_export import StackTokenizer
 
-from ..layout import Exports
-from ..protocol import Backend, BackendMissing, ExportAbsent
+from conformance.core.layout import Exports
+from conformance.core.protocol import Backend, BackendMissing, ExportAbsent
 
 #: backend name -> adapter module (relative to this package)
 REGISTRY: dict[str, str] = {

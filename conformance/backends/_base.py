@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 from collections.abc import Mapping, Sequence
 
-from ..protocol import Capability
+from conformance.core.protocol import Capability
 
 #: What a plain tokenizer backend supports (everything but the chat path).
 TOKENIZER_CAPS = frozenset(

@@ -12,7 +12,7 @@ llama.cpp offers, so each is its own row:
   (``remove_special=False, unparse_special=True``) -- what ``common_detokenize`` users
   get: llama-server's echoed ``prompt`` field, ``mtmd-cli``, the DRY sampler's and
   llguidance's token strings. It applies ``clean_spaces``
-  (:mod:`conformance.clean_spaces`); the declaration ``llama.cpp-detokenize-clean-spaces``
+  (:mod:`conformance.core.clean_spaces`); the declaration ``llama.cpp-detokenize-clean-spaces``
   covers exactly that.
 
 Safe path: ``llama_tokenize(..., add_special=False, parse_special=False)``;
@@ -41,10 +41,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..layout import Exports
-from ..protocol import Capability, ExportAbsent
-from . import require
-from ._base import TOKENIZER_CAPS, BaseBackend
+from conformance.core.layout import Exports
+from conformance.core.protocol import Capability, ExportAbsent
+from conformance.backends import require
+from conformance.backends._base import TOKENIZER_CAPS, BaseBackend
 
 _PIECE_BUFFER = 64  # bytes; longer pieces are retried with the size llama.cpp asks for
 _INT32_MAX = 2**31 - 1  # llama_tokenize's text_len is int32_t

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from stacktok_export import StackTokenizer, __version__
 from stacktok_export.chat import render_conversation
 
-from ..layout import Exports
-from ..protocol import Capability
-from . import shared_reference
-from ._base import BaseBackend
+from conformance.core.layout import Exports
+from conformance.core.protocol import Capability
+from conformance.backends import shared_reference
+from conformance.backends._base import BaseBackend
 
 
 class ReferenceBackend(BaseBackend):

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 
 from stacktok_export.export.tiktoken_fmt import load_tiktoken_file
 
-from ..layout import Exports
-from ..protocol import ExportAbsent
-from . import dist_version, require, shared_reference
-from ._base import TOKENIZER_CAPS, BaseBackend
+from conformance.core.layout import Exports
+from conformance.core.protocol import ExportAbsent
+from conformance.backends import dist_version, require, shared_reference
+from conformance.backends._base import TOKENIZER_CAPS, BaseBackend
 
 
 class TiktokenBackend(BaseBackend):

@@ -11,10 +11,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from ..layout import Exports
-from ..protocol import ExportAbsent
-from . import dist_version, require
-from ._base import TOKENIZER_CAPS, BaseBackend
+from conformance.core.layout import Exports
+from conformance.core.protocol import ExportAbsent
+from conformance.backends import dist_version, require
+from conformance.backends._base import TOKENIZER_CAPS, BaseBackend
 
 
 class TokenizersBackend(BaseBackend):

@@ -14,10 +14,10 @@ import threading
 import warnings
 from collections.abc import Mapping, Sequence
 
-from ..layout import Exports
-from ..protocol import Capability, ExportAbsent
-from . import require, shared_reference
-from ._base import BaseBackend
+from conformance.core.layout import Exports
+from conformance.core.protocol import Capability, ExportAbsent
+from conformance.backends import require, shared_reference
+from conformance.backends._base import BaseBackend
 
 
 class TransformersBackend(BaseBackend):

@@ -45,8 +45,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..protocol import BackendMissing, Capability, ExportAbsent
-from ._base import BaseBackend
+from conformance.core.protocol import BackendMissing, Capability, ExportAbsent
+from conformance.backends._base import BaseBackend
 
 INSTALL_HINT = (
     "pip install torch==2.13.0 && pip install trl datasets "
@@ -55,7 +55,7 @@ INSTALL_HINT = (
 
 
 def _hf_dir(export_dir: object) -> Path:
-    """Accept a directory path or a ``conformance.layout.Exports``."""
+    """Accept a directory path or a ``conformance.core.layout.Exports``."""
     hf = getattr(export_dir, "hf_dir", export_dir)
     if hf is None or not (Path(hf) / "tokenizer.json").is_file():
         raise ExportAbsent("no tokenizer.json in the export directory: TRL loads the HF export")

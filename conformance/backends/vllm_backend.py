@@ -62,8 +62,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..protocol import BackendMissing, Capability, ExportAbsent
-from ._base import BaseBackend
+from conformance.core.protocol import BackendMissing, Capability, ExportAbsent
+from conformance.backends._base import BaseBackend
 
 INSTALL_HINT = (
     "run `nox -s conformance -- --vllm VERSION`, or follow the CPU recipe in conformance/INSTALL-heavy.md"
@@ -77,7 +77,7 @@ _VOCAB_FALLBACK = 32768
 
 
 def _hf_dir(export_dir: object) -> Path:
-    """Accept a directory path or a ``conformance.layout.Exports``."""
+    """Accept a directory path or a ``conformance.core.layout.Exports``."""
     hf = getattr(export_dir, "hf_dir", export_dir)
     if hf is None:
         raise ExportAbsent("no tokenizer.json in the export directory: vLLM loads the HF export")

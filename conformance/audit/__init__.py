@@ -61,10 +61,10 @@ from stacktok_export.export.bytelevel import from_chars
 from stacktok_export.pretokenize import LLAMA3_PATTERN, engine_info
 from stacktok_export.progress import Progress
 
-from .declared import UNICODE_TABLES
-from .fixtures import FIXTURES, FixtureError, load_divergences, version_matches
-from .layout import Exports
-from .protocol import BackendMissing
+from conformance.core.declared import UNICODE_TABLES
+from conformance.core.fixtures import FIXTURES, FixtureError, load_divergences, version_matches
+from conformance.core.layout import Exports
+from conformance.core.protocol import BackendMissing
 
 LONG_TOKEN_BYTES = 32  # Llama.detokenize returns b'' above this (llama-cpp-python#2362)
 CAP = 10  # list items shown per finding in human output
@@ -677,7 +677,7 @@ def render_exports(
 
 def declared_divergences(name: str, version: str) -> list[str]:
     """Ids of the ``unicode_tables`` declarations for backend ``name`` at ``version``
-    (``fixtures/divergences.jsonl``; the rule itself is ``conformance.declared``)."""
+    (``fixtures/divergences.jsonl``; the rule itself is ``conformance.core.declared``)."""
     try:
         divs = load_divergences(FIXTURES / "divergences.jsonl")
     except (FixtureError, OSError):
@@ -703,7 +703,7 @@ def scan_backend(
     ref_ids: Sequence[list[int]],
 ) -> Scan:
     """Load backend ``name`` over ``exports`` and scan every block against the reference."""
-    from .backends import load_backend
+    from conformance.backends import load_backend
 
     start = time.perf_counter()
     try:

@@ -1,6 +1,6 @@
 """The change report: new support-matrix rows against the committed ones, as a verdict per backend.
 
-    python -m conformance.changes ROWS.jsonl... [--baseline conformance/support_matrix.jsonl] [--update]
+    python -m conformance.matrix.changes ROWS.jsonl... [--baseline conformance/support_matrix.jsonl] [--update]
 
 Each ``ROWS.jsonl`` is what ``python -m conformance --matrix`` wrote for one matrix slot
 (the file name's stem, e.g. ``transformers-latest`` or ``transformers-5.25.0``). Each row
@@ -16,7 +16,7 @@ the rows replace their slots in ``conformance/support_matrix.jsonl``, then
 ``SUPPORT_MATRIX.md`` and the README's matrix are rendered from it (exit 0).
 
 Out of scope: running backends (``python -m conformance``), choosing versions
-(``conformance.versions``).
+(``conformance.matrix.versions``).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .report import support_matrix
+from conformance.report import support_matrix
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT / "conformance" / "support_matrix.jsonl"
 FLOORS_NAME = "floors.json"  # beside the baseline: package -> oldest conforming release (nox -s floor)
 DEFAULTS = ROOT / "fixtures" / "defaults.json"
@@ -203,7 +203,7 @@ def write_matrix(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m conformance.changes", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m conformance.matrix.changes", description=__doc__.splitlines()[0])
     p.add_argument("rows", nargs="*", type=Path, help="JSONL rows from python -m conformance --matrix")
     p.add_argument("--baseline", type=Path, default=BASELINE)
     p.add_argument("--update", action="store_true", help="accept the rows into the baseline and the matrix")
@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = [r for path in args.rows for r in load_rows(path)]
         defaults = json.loads(DEFAULTS.read_text(encoding="utf-8"))
     except (RowsError, json.JSONDecodeError, OSError) as exc:
-        print(f"conformance.changes: error: {exc}", file=sys.stderr)
+        print(f"conformance.matrix.changes: error: {exc}", file=sys.stderr)
         return 2
     readme = args.baseline.parent.parent / "README.md"
     if args.floor:

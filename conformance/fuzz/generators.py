@@ -34,7 +34,7 @@ import regex
 
 from stacktok_export import StackTokenizer
 
-from .fixtures import Probe
+from conformance.core.fixtures import Probe
 
 #: probes longer than this are not mutated (they are cut to a window anyway)
 PROBE_MAX_CHARS = 4000

@@ -28,9 +28,9 @@ from stacktok_export.chat import ChatFormatError, _check_message
 
 def _fixtures_dir() -> Path:
     """``fixtures/`` of a checkout, else the copy packaged in the wheel."""
-    here = Path(__file__).resolve().parent
-    checkout = here.parent / "fixtures"
-    return checkout if (checkout / "probes.jsonl").is_file() else here / "shipped_fixtures"
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parent / "fixtures"
+    return checkout if (checkout / "probes.jsonl").is_file() else package / "shipped_fixtures"
 
 
 FIXTURES = _fixtures_dir()
@@ -70,10 +70,10 @@ class Divergence:
     link: str
     category: str | None = None
     probe: str | None = None
-    cause: str | None = None  # "unicode_tables": matched by content (conformance.declared)
+    cause: str | None = None  # "unicode_tables": matched by content (conformance.core.declared)
 
     def covers(self, *, backend: str, version: str, check: str, probe: Probe) -> bool:
-        """The id/category rule; ``cause`` declarations match by content in ``conformance.declared``."""
+        """The id/category rule; ``cause`` declarations match by content in ``conformance.core.declared``."""
         if self.cause is not None or self.backend != backend or self.check not in ("*", check):
             return False
         if self.probe is not None and not fnmatch.fnmatchcase(probe.id, self.probe):

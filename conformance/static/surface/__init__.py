@@ -49,8 +49,8 @@ from stacktok_export.export.bytelevel import from_chars, to_chars
 from stacktok_export.export.gguf_fmt import padding_tokens
 from stacktok_export.export.gguf_model import embedding_rows
 
-from .layout import Exports, gguf_fields, gguf_tensors
-from .rows import FILES, Row, skip
+from conformance.core.layout import Exports, gguf_fields, gguf_tensors
+from conformance.core.rows import FILES, Row, skip
 
 T = TypeVar("T")
 SHOWN = 5  # differences named in a message; the total is always given

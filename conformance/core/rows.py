@@ -15,7 +15,9 @@ backend name). Its status is one of :data:`STATUSES`:
   safe path (the message says what to do instead);
 - ``skip``: not applicable, with the reason (never a silent pass);
 - ``missing``: the backend or library is not installed (the fix installs it);
-- ``error``: the backend could not load the directory (the library's own message).
+- ``error``: the backend could not load the directory (the library's own message);
+- ``info``: a measurement reported for the reader that never changes the verdict (the audit's
+  self-reachability on a source that encodes with ``ignore_merges``, counts).
 
 Exit codes (:func:`exit_code`): 0 every row passes, warns or is not applicable;
 1 any ``fail`` or ``error``; 2 usage error, malformed input or a required
@@ -30,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-STATUSES = ("pass", "fail", "warn", "skip", "missing", "error")
+STATUSES = ("pass", "fail", "warn", "skip", "missing", "error", "info")
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 FILES = "files"
 

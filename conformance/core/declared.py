@@ -1,7 +1,7 @@
 """Is a difference declared? The one rule, used by the runner, the gate, fuzz, audit and the served path.
 
 A declaration (one line of ``fixtures/divergences.jsonl``, a
-:class:`~conformance.fixtures.Divergence`) names a backend, a check, a version
+:class:`~conformance.core.fixtures.Divergence`) names a backend, a check, a version
 range, a cited reason, and *what it covers*, one of:
 
 - ``cause: "unicode_tables"`` -- the backend's regex engine classifies some
@@ -18,7 +18,7 @@ range, a cited reason, and *what it covers*, one of:
   agrees. The ids differ only when a merge spans the different split, which
   the shipped vocabulary's probes never show, so this one is never *stale*.
 - ``cause: "clean_spaces"`` -- llama.cpp's ``llama_detokenize`` deletes spaces
-  before ``?!.,`` and some contractions (:mod:`conformance.clean_spaces`): covers
+  before ``?!.,`` and some contractions (:mod:`conformance.core.clean_spaces`): covers
   a ``decode``/``single_tokens`` difference only when the backend's bytes are
   exactly that transform of the original bytes (for ``single_tokens``: for every
   id that decodes differently). Stale when some probe would change under the
@@ -46,9 +46,9 @@ import regex
 from stacktok_export import StackTokenizer
 from stacktok_export.drift import DriftCache, choose_shape
 
-from .clean_spaces import clean_spaces
-from .fixtures import Divergence, Probe, version_matches
-from .protocol import Backend
+from conformance.core.clean_spaces import clean_spaces
+from conformance.core.fixtures import Divergence, Probe, version_matches
+from conformance.core.protocol import Backend
 
 UNICODE_TABLES = "unicode_tables"
 LONG_S = "long_s_contraction"

@@ -10,9 +10,9 @@ Markdown report and model cards. Same rows in, same bytes out: no timestamps,
 orders taken from the rows and the backend registry. Where several rows share a check and backend, the
 cell shows the worst of them (:data:`SEVERITY`) and the findings list all.
 
-Out of scope: deciding anything (``conformance.rows``), writing files and the
+Out of scope: deciding anything (``conformance.core.rows``), writing files and the
 command line (``conformance.gate``), and divergence windows -- the rows do not
-carry them today (``conformance.runner.first_window``).
+carry them today (``conformance.checks.runner.first_window``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from .backends import REGISTRY
-from .rows import FILES, Row
+from conformance.backends import REGISTRY
+from conformance.core.rows import FILES, Row
 
 MARK = {"pass": "✅", "warn": "⚠️", "fail": "❌", "error": "💥", "missing": "➖", "skip": "➖"}
 #: least to most severe; a grid cell shows the most severe status of its rows

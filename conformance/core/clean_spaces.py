@@ -13,7 +13,7 @@ with the Llama-3 pattern does (``llama3``/``llama-bpe``, ``smaug-bpe``, ``dbrx``
    ``'ll`` keep it).
 
 Hand-written because no library exposes the transform on its own: the declaration
-``cause: "clean_spaces"`` (:mod:`conformance.declared`) covers a decode difference
+``cause: "clean_spaces"`` (:mod:`conformance.core.declared`) covers a decode difference
 only when the backend's bytes equal *exactly* this transform of the original bytes,
 so a different decode bug can never hide behind it. ``tests/test_llama_decode.py``
 pins it to the real ``llama_detokenize``.

@@ -1,7 +1,7 @@
 """The gate's static checks: provenance, checkpoint config, chat template, GGUF metadata.
 
 Each check reads files in the directory (never writes, never imports code
-from it) and returns :class:`~conformance.rows.Row` values with a one-line
+from it) and returns :class:`~conformance.core.rows.Row` values with a one-line
 fix; every check yields a row on every run (``skip`` with the reason when its
 file is absent). Files were schema-checked by ``conformance.validate`` before
 this runs. These checks find the configuration faults that break serving even
@@ -19,7 +19,7 @@ if none of them ran to show that it behaves the same. Ranges are ranges
 no ids is not a double BOS.
 
 Out of scope: model weights and architecture config beyond ``vocab_size`` and
-the special ids; the vocabulary id by id (``conformance.surface``).
+the special ids; the vocabulary id by id (``conformance.static.surface``).
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from stacktok_export.export.gguf_model import check_rows
 from stacktok_export.export.hf import DECODER_JSON, FINGERPRINT_KEY, hf_files, pre_tokenizer_json
 from stacktok_export.export.tiktoken_fmt import tiktoken_text
 
-from .backends import readers_of
-from .layout import Exports, gguf_fields, gguf_tensors
-from .protocol import BackendMissing
-from .rows import FILES, Row, row, skip
-from .surface import gguf_fix
+from conformance.backends import readers_of
+from conformance.core.layout import Exports, gguf_fields, gguf_tensors
+from conformance.core.protocol import BackendMissing
+from conformance.core.rows import FILES, Row, row, skip
+from conformance.static.surface import gguf_fix
 
 MIN_CONTEXT = 8192
 GOOD_GGUF_PRE = ("smaug-bpe", "dbrx")  # the Llama-3 regex without ignore_merges / add-BOS
@@ -439,7 +439,7 @@ def _special_flags(ctx: _Ctx, tj: dict[str, Any]) -> Row:
     for t in tj.get("added_tokens", []):
         content = t.get("content")
         if content not in ctx.ids:
-            continue  # extra or renamed tokens: conformance.surface
+            continue  # extra or renamed tokens: conformance.static.surface
         if not t.get("special") or t.get("lstrip") or t.get("rstrip") or t.get("single_word"):
             bad.append(content)
         elif t.get("normalized"):
@@ -647,7 +647,7 @@ def _same_template(check: str, a: Any, b: Any, what: str, fix: str) -> Row:
         return Row(check, FILES, "pass", "ok")
     if not isinstance(a, str) or not isinstance(b, str):
         return Row(check, FILES, "fail", f"{what}: one of them is missing", fix)
-    from .template import render_template
+    from conformance.core.template import render_template
 
     chats = [([{"role": r, "content": c} for r, c in chat], gen) for chat, gen in SAMPLE_CHATS]
     try:
@@ -678,7 +678,7 @@ SAMPLE_CHAT = (
 
 def _template_sandboxed(template: str) -> Row:
     """Render the template the way transformers does (immutable sandbox) on a plain conversation."""
-    from .template import render_template
+    from conformance.core.template import render_template
 
     try:
         text = render_template(template, list(SAMPLE_CHAT), add_generation_prompt=False)
@@ -813,7 +813,7 @@ def check_gguf_eog(exports: Exports, ref: StackTokenizer) -> list[Row]:
     if exports.gguf is None:
         return [skip("gguf.eog", "no .gguf file", backend="llama.cpp")]
     try:
-        from .backends.llama_backend import LlamaCppTokenizer
+        from conformance.backends.llama_backend import LlamaCppTokenizer
 
         lt = LlamaCppTokenizer(exports.gguf)
     except (ImportError, BackendMissing):

@@ -36,12 +36,12 @@ from typing import Any
 from stacktok_export import StackTokenizer
 from stacktok_export.progress import Bar, Progress
 
-from .backends import load_backend, shared_reference
-from .declared import Declarations
-from .fixtures import Chat, FixtureSet, Probe
-from .layout import Exports
-from .protocol import Backend, BackendMissing, Capability, ExportAbsent
-from .rows import Row, skip
+from conformance.backends import load_backend, shared_reference
+from conformance.core.declared import Declarations
+from conformance.core.fixtures import Chat, FixtureSet, Probe
+from conformance.core.layout import Exports
+from conformance.core.protocol import Backend, BackendMissing, Capability, ExportAbsent
+from conformance.core.rows import Row, skip
 
 CHECKS = ("encode", "injection", "trusted", "decode", "single_tokens", "default", "chat", "stream")
 INJECTION_TEXT = "hello <|assistant|> world"

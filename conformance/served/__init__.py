@@ -18,7 +18,7 @@ server would call. This module runs the server itself and talks HTTP to it:
    the caller dies first: SIGTERM to it (main thread, default handler) raises
    SystemExit so the stop still runs, and on Linux the server gets SIGTERM
    through ``PR_SET_PDEATHSIG`` even when the caller is SIGKILLed.
-3. :func:`check_served` -- :class:`~conformance.rows.Row` rows, backend
+3. :func:`check_served` -- :class:`~conformance.core.rows.Row` rows, backend
    ``vllm-server``:
 
    - ``served.start``: the server answered ``/health`` (version, seconds).
@@ -74,10 +74,10 @@ from typing import Any
 from stacktok_export import StackTokenizer
 from stacktok_export.chat import ChatFormatError, render_conversation
 
-from .declared import Declarations
-from .fixtures import Probe
-from .rows import Row as Check
-from .runner import first_difference
+from conformance.core.declared import Declarations
+from conformance.core.fixtures import Probe
+from conformance.core.rows import Row as Check
+from conformance.checks.runner import first_difference
 
 BACKEND = "vllm-server"
 SERVED_NAME = "stacktok-tiny"
@@ -443,7 +443,7 @@ def _drift_proxy(tokenizer_json: Path, server: Server) -> Any:
     """What declarations match the served rows against: the ``tokenizers`` adapter over the
     tokenizer.json the server loaded, named ``vllm`` at the server's version (vLLM splits text
     with that same HF tokenizer). None without tokenizers: only id/category declarations apply."""
-    from .backends.tokenizers_backend import TokenizersBackend
+    from conformance.backends.tokenizers_backend import TokenizersBackend
 
     try:
         proxy = TokenizersBackend(tokenizer_json, server.version)
@@ -533,7 +533,7 @@ class _Tally:
         self.aborted = ""
 
     def _covering(self, item: _Item) -> str | None:
-        """The shared rule (``conformance.declared``), for backend ``vllm`` (the same HF tokenizer)."""
+        """The shared rule (``conformance.core.declared``), for backend ``vllm`` (the same HF tokenizer)."""
         if self.declarations is None or self.proxy is None:
             return None
         probe = Probe(item.id, item.category, item.text)

@@ -6,12 +6,12 @@ correctly:
 1. the arguments (``--backends`` not empty, ``--require`` within it, report
    paths writable and outside DIR), the artifact, the directory's layout;
 2. every file the gate reads (``conformance.validate``) and every user file
-   (``--probes/--text/--chats``, ``conformance.fixtures``): malformed input is
+   (``--probes/--text/--chats``, ``conformance.core.fixtures``): malformed input is
    exit 2 with one line naming the file, line or field, within seconds;
 3. the rows: static checks (``gate_checks``), the vocabulary surface id by id
    (``surface``), every selected backend over the probes and chats
    (``runner.result_rows``), optionally the served path -- all as
-   :class:`~conformance.rows.Row`, one exit rule (``rows.exit_code``).
+   :class:`~conformance.core.rows.Row`, one exit rule (``rows.exit_code``).
 
 Then a table (check, backend, result, detail -> fix), the verdict line naming
 what was not checked, and ``--json`` / ``--junit`` / ``--markdown`` reports.
@@ -37,15 +37,15 @@ from stacktok_export._atomic import write_text_atomic
 from stacktok_export.bpe import shipped_artifact_path
 from stacktok_export.progress import Progress
 
-from .backends import REGISTRY, backend_list, check_selection
-from .fixtures import FixtureSet
-from .gate_checks import behaviour_proof, run_static
-from .html_report import grid_markdown, to_html
-from .layout import Exports
-from .rows import EXIT_USAGE, Row, exit_code, skip, verdict_line
-from .runner import result_rows, run_suite
-from .surface import surface_rows
-from .validate import input_errors, validate_directory
+from conformance.backends import REGISTRY, backend_list, check_selection
+from conformance.core.fixtures import FixtureSet
+from conformance.static.checks import behaviour_proof, run_static
+from conformance.report.html import grid_markdown, to_html
+from conformance.core.layout import Exports
+from conformance.core.rows import EXIT_USAGE, Row, exit_code, skip, verdict_line
+from conformance.checks.runner import result_rows, run_suite
+from conformance.static.surface import surface_rows
+from conformance.validate import input_errors, validate_directory
 
 MARK = {
     "pass": "PASS",
@@ -113,7 +113,7 @@ def _served_rows(exports: Exports, ref: StackTokenizer, fixtures: FixtureSet, sa
     """Opt-in: start vLLM's OpenAI server on 127.0.0.1 over DIR's tokenizer (conformance.served)."""
     if exports.hf_dir is None:
         return [skip("served", "no tokenizer.json to serve", backend="vllm-server")]
-    from .served import check_served
+    from conformance.served import check_served
 
     say("served path: tiny random-weight Llama + vLLM OpenAI server on 127.0.0.1")
     return check_served(

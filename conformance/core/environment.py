@@ -7,7 +7,7 @@ rendered its chat template and which Unicode tables Python's ``regex`` and
 Oniguruma's (tokenizers) and llama.cpp's Unicode versions are not visible from Python
 and are measured by ``stacktok audit`` instead.
 
-Out of scope: choosing what to install (``conformance.versions``).
+Out of scope: choosing what to install (``conformance.matrix.versions``).
 """
 
 from __future__ import annotations

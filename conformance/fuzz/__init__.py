@@ -5,7 +5,7 @@
 
 Every selected backend loads DIR's exports exactly as the gate does
 (``Exports.discover`` + ``conformance.backends.load_backend``). Inputs come
-from the named generators in :mod:`conformance.generators`; each one is
+from the named generators in :mod:`conformance.fuzz.generators`; each one is
 encoded by the reference (the frozen artifact) and by every backend, in the
 untrusted mode (``allow_special=False`` vs ``encode(text)``) and -- when the
 input contains ``"<|"`` -- also in the trusted mode (``allow_special=True`` vs
@@ -34,7 +34,7 @@ ids +-3 with bytes from both sides) and written to ``--out`` as probe JSONL
 (category ``fuzz``), deduplicated by (backend, mode, minimal text), ready for
 ``stacktok gate --probes FILE`` and for ``fixtures/``.
 
-Declared divergences -- the rule is :mod:`conformance.declared`'s, the same
+Declared divergences -- the rule is :mod:`conformance.core.declared`'s, the same
 the gate applies. Fuzz inputs have no probe ids, so only ``unicode_tables``
 declarations can apply: a code point is *declared for B* when B has such a
 declaration and splits text around it differently from the reference
@@ -79,15 +79,15 @@ from stacktok_export.bpe import shipped_artifact_path
 from stacktok_export.pretokenize import compile_pattern
 from stacktok_export.progress import Progress
 
-from .backends import REFERENCE, REGISTRY, backend_list, load_backend
-from .declared import LONG_S, LONG_S_TEXT, Declarations
-from .fixtures import FixtureSet
-from .generators import GENERATORS, GenContext, pick
-from .layout import Exports
-from .protocol import Backend, BackendMissing, Capability
-from .rows import Row, exit_code
-from .runner import first_window
-from .validate import input_errors, validate_directory
+from conformance.backends import REFERENCE, REGISTRY, backend_list, load_backend
+from conformance.core.declared import LONG_S, LONG_S_TEXT, Declarations
+from conformance.core.fixtures import FixtureSet
+from conformance.fuzz.generators import GENERATORS, GenContext, pick
+from conformance.core.layout import Exports
+from conformance.core.protocol import Backend, BackendMissing, Capability
+from conformance.core.rows import Row, exit_code
+from conformance.checks.runner import first_window
+from conformance.validate import input_errors, validate_directory
 
 UNTRUSTED, TRUSTED = "untrusted", "trusted"
 MODES = (UNTRUSTED, TRUSTED)
@@ -130,7 +130,7 @@ def reference_ids(ref: StackTokenizer, text: str, mode: str) -> list[int]:
 @dataclass(frozen=True)
 class UnicodeDeclarations:
     """What a backend's cause declarations excuse in generated text -- the shared rule of
-    :mod:`conformance.declared`: code points the backend splits differently (``unicode_tables``)
+    :mod:`conformance.core.declared`: code points the backend splits differently (``unicode_tables``)
     and ``'ſ`` (``long_s_contraction``)."""
 
     declarations: Declarations

@@ -47,8 +47,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .backends import dist_version
-from .layout import Exports, gguf_fields
+from conformance.backends import dist_version
+from conformance.core.errors import InputError, input_errors
+from conformance.core.layout import Exports, gguf_fields
 
 BPE_KEYS = (
     "type",
@@ -80,27 +81,6 @@ LOAD_TIMEOUT_S = 120.0
 _INT_TYPES = frozenset({"UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "UINT64", "INT64"})
 _DECIMAL = re.compile(r"[0-9]+")
 _U32_MAX = 2**32 - 1
-
-
-class InputError(ValueError):
-    """A malformed input file: ``"<path>: <where>: <what is wrong>; <fix>"`` on one line."""
-
-    def __init__(self, path: Path | str, where: str, what: str, fix: str) -> None:
-        self.path, self.where, self.what, self.fix = str(path), where, what, fix
-        message = f"{path}: {where}: {what}; {fix}"
-        super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
-
-
-def input_errors() -> tuple[type[Exception], ...]:
-    """Every exception that means "bad input" (exit 2, one line): a malformed file here, an
-    unreadable fixture or user file, a directory that is not a tokenizer directory, an artifact
-    the reference refuses. One list for ``stacktok``, ``stacktok gate`` and ``python -m conformance``."""
-    from stacktok_export import ArtifactError
-
-    from .fixtures import FixtureError
-    from .layout import LayoutError
-
-    return (InputError, FixtureError, LayoutError, ArtifactError)
 
 
 def _fail(path: Path | str, where: str, what: str, fix: str) -> NoReturn:
@@ -743,7 +723,7 @@ def _head(path: Path) -> bytes:
 
 
 def _gguf_fields(path: Path) -> dict[str, tuple[Any, str]]:
-    """The gate's one shared GGUF read (``conformance.layout.gguf_fields``), failing as input."""
+    """The gate's one shared GGUF read (``conformance.core.layout.gguf_fields``), failing as input."""
     try:
         return gguf_fields(path)
     except BaseException as exc:  # numpy/struct errors on truncated files

@@ -6,7 +6,7 @@ check the first divergence window (probe id, position, three ids either side
 with their bytes, from both sides). JSON has everything but wall
 times, with sorted keys, so the same inputs give the same bytes.
 
-Out of scope: deciding pass/fail (``conformance.rows.exit_code`` does, over ``runner.result_rows``).
+Out of scope: deciding pass/fail (``conformance.core.rows.exit_code`` does, over ``runner.result_rows``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the nox host imports this module without the package's dependencies
-    from .runner import BackendResult
+    from conformance.checks.runner import BackendResult
 
 MAX_WINDOWS = 10
 
@@ -120,7 +120,7 @@ def support_matrix(rows: Sequence[dict[str, str]]) -> str:
 def matrix_row(
     r: BackendResult, *, env: dict[str, str] | None = None, stale: Sequence[str] = ()
 ) -> dict[str, Any]:
-    """One support-matrix row: the table's columns plus what ``conformance.changes`` compares --
+    """One support-matrix row: the table's columns plus what ``conformance.matrix.changes`` compares --
     per-check counts, the first undeclared failing probe per check, the declarations used,
     the no-flags default behaviour, this backend's stale declarations and the exact versions."""
     if r.status in ("missing", "skip"):

@@ -1,0 +1,42 @@
+"""The suite's two error classes: every "bad input" path ends in one of them (exit 2, one line).
+
+- :class:`UsageError`: bad arguments or an unusable combination of them (``--workers 0``, an
+  output path inside the directory checked, ``--require`` naming an excluded backend). Every
+  command -- ``stacktok gate``, ``fuzz``, ``audit``, the tokenizer commands in ``stacktok_cli``
+  and ``python -m conformance`` -- raises this one class.
+- :class:`InputError`: a malformed input file, ``"<path>: <where>: <what is wrong>; <fix>"``.
+
+:func:`input_errors` lists every exception class that means "bad input", so the command line
+maps all of them to exit 2 in one place (``stacktok_cli``).
+
+Out of scope: internal errors (exit 3) and verdicts (``conformance.core.rows``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class UsageError(Exception):
+    """Bad arguments or unreadable input: exit 2 with this one-line message."""
+
+
+class InputError(ValueError):
+    """A malformed input file: ``"<path>: <where>: <what is wrong>; <fix>"`` on one line."""
+
+    def __init__(self, path: Path | str, where: str, what: str, fix: str) -> None:
+        self.path, self.where, self.what, self.fix = str(path), where, what, fix
+        message = f"{path}: {where}: {what}; {fix}"
+        super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
+
+
+def input_errors() -> tuple[type[Exception], ...]:
+    """Every exception that means "bad input" (exit 2, one line): a usage error, a malformed file,
+    an unreadable fixture or user file, a directory that is not a tokenizer directory, an artifact
+    the reference refuses. One list for ``stacktok``, ``stacktok gate`` and ``python -m conformance``."""
+    from stacktok_export import ArtifactError
+
+    from conformance.core.fixtures import FixtureError
+    from conformance.core.layout import LayoutError
+
+    return (UsageError, InputError, FixtureError, LayoutError, ArtifactError)
