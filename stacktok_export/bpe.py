@@ -34,12 +34,12 @@ import os
 import re
 import warnings
 from collections.abc import Collection, Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import regex
 
 from . import artifact as _artifact
+from .artifact import shipped_artifact_path  # re-exported here; its home is artifact.py
 from .pretokenize import LLAMA3_PATTERN, compile_pattern
 from .trainer import ProgressFn, count_pretokens, default_workers, train_merges
 
@@ -510,11 +510,6 @@ def _pairs_around(s: str, c: str) -> set[str]:
 
 
 _FIRST, _LAST = operator.itemgetter(0), operator.itemgetter(-1)
-
-
-def shipped_artifact_path() -> Path:
-    """The frozen artifact that ships inside the package."""
-    return Path(__file__).resolve().parent / "data" / "stack100m-32768.json"
 
 
 def load_tokenizer(

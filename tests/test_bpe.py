@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stacktok_export import SPECIAL_TOKENS, SPLIT_PATTERN, StackTokenizer
+from stacktok_export.textbook import merge_pair
 from stacktok_export.trainer import train_merges
 
 from .conftest import PROBE, need, stdlib_text
@@ -49,7 +50,8 @@ def test_vocab_too_small_is_a_clear_error() -> None:
 
 # ------------------------------------------------------------ trainer vs naive
 def naive_merges(text: str, num_merges: int) -> list[tuple[int, int]]:
-    """Full rescan per merge: the textbook definition of the rule we implement."""
+    """Full rescan per merge: the textbook definition of the rule we implement (pairs merged by
+    ``stacktok_export.textbook.merge_pair``, the one textbook merge shared with the audit)."""
     counts = Counter(regex.findall(SPLIT_PATTERN, text))
     words = {tuple(w.encode("utf-8")): c for w, c in counts.items()}
     merges: list[tuple[int, int]] = []
@@ -67,15 +69,8 @@ def naive_merges(text: str, num_merges: int) -> list[tuple[int, int]]:
         merges.append(best)
         merged: dict[tuple[int, ...], int] = {}
         for w, c in words.items():
-            out, i = [], 0
-            while i < len(w):
-                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
-                    out.append(new_id)
-                    i += 2
-                else:
-                    out.append(w[i])
-                    i += 1
-            merged[tuple(out)] = merged.get(tuple(out), 0) + c
+            out = tuple(merge_pair(w, best, new_id))
+            merged[out] = merged.get(out, 0) + c
         words = merged
     return merges
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conformance import __main__ as conformance_main
-from conformance import changes
+from conformance.matrix import changes
 from conformance.backends import tokenizers_backend
 from conformance.report import support_matrix
 

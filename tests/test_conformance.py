@@ -2,28 +2,43 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conformance.__main__ import main as conformance_main
-from conformance.backends import REGISTRY, load_backend
-from conformance.backends._base import byte_stream, text_stream
+from conformance.backends import BACKENDS, READS, REGISTRY, load_backend
+from conformance.backends._base import BaseBackend, byte_stream, text_stream
+from conformance.checks.loading import load_named
+from conformance.checks.runner import result_rows, run_suite
 from conformance.core.fixtures import Divergence, FixtureSet, Probe, load_probes
 from conformance.core.layout import Exports
 from conformance.core.protocol import Backend, Capability
-from conformance.report import render_text
 from conformance.core.rows import exit_code
-from conformance.checks.runner import result_rows, run_suite
+from conformance.report import render_results
 
-from .conftest import SHIPPED, SHIPPED_HF
+from .conftest import ROOT, SHIPPED, SHIPPED_HF
 from .strings import HARD_STRINGS
 
 pytestmark = pytest.mark.transformers  # runs under transformers 4.57.x and 5.x
 
 LOCAL = ["reference", "tiktoken", "tokenizers", "transformers", "transformers-reload", "llama.cpp"]
+
+#: ground truth for the protocol test, independent of every adapter (the reference included): the
+#: ids of PROTOCOL_TEXT reviewed by hand against the artifact's merge list, and checked below by
+#: rebuilding each id's bytes from the raw merges in the artifact JSON (not through StackTokenizer)
+PROTOCOL_TEXT = "Hello <|user|> wörld 👍"
+#: b"Hello" b" <" b"|" b"user" b"|" b">" b" w" b"\xc3\xb6r" b"ld" b" ", then the four bytes of 👍
+UNTRUSTED_IDS = [8953, 567, 124, 2263, 124, 62, 301, 15611, 1511, 32, 240, 159, 145, 141]
+#: the same with specials parsed: "<|user|>" is one id, 32763 (special 4 of 9 at the vocab's end)
+TRUSTED_IDS = [8953, 32, 32763, 301, 15611, 1511, 32, 240, 159, 145, 141]
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +65,63 @@ def test_adapters_implement_the_protocol(exports: Exports, name: str) -> None:
     assert isinstance(backend, Backend)
     assert backend.name == name and backend.version
     assert Capability.ENCODE in backend.capabilities
-    text = "Hello <|user|> wörld 👍"
-    assert backend.encode(text, allow_special=False) == load_backend("reference", exports).encode(
-        text, allow_special=False
-    )
+    assert backend.encode(PROTOCOL_TEXT, allow_special=False) == UNTRUSTED_IDS
+    assert backend.encode(PROTOCOL_TEXT, allow_special=True) == TRUSTED_IDS
+    assert backend.reads == READS[name]
+
+
+def test_protocol_ground_truth_spells_the_text() -> None:
+    """The hand-reviewed ids are the artifact's own: raw merges give their bytes back."""
+    artifact = json.loads(SHIPPED.read_text())
+    vocab = {i: bytes([i]) for i in range(256)}
+    for rank, (a, b) in enumerate(artifact["merges"]):
+        vocab[256 + rank] = vocab[a] + vocab[b]
+    specials = artifact["special_tokens"]
+    for i, name in enumerate(specials):
+        vocab[artifact["vocab_size"] - len(specials) + i] = name.encode()
+    assert b"".join(vocab[i] for i in UNTRUSTED_IDS) == PROTOCOL_TEXT.encode()
+    assert b"".join(vocab[i] for i in TRUSTED_IDS) == PROTOCOL_TEXT.encode()
+    assert not any(i >= artifact["vocab_size"] - len(specials) for i in UNTRUSTED_IDS)
+
+
+def test_every_adapter_reads_what_its_registry_entry_says() -> None:
+    declared: dict[str, str] = {}
+    for module_name in sorted({e.module for e in BACKENDS.values()}):
+        module = importlib.import_module(module_name, "conformance.backends")
+        for cls in vars(module).values():
+            if isinstance(cls, type) and issubclass(cls, BaseBackend) and "reads" in vars(cls):
+                declared[cls.name] = cls.reads
+    assert declared == {name: READS[name] for name in declared}
+    # adapters that set ``reads`` per instance are loaded and checked in the protocol test
+    assert set(declared) | set(LOCAL) == set(BACKENDS)
+    assert "reads" not in vars(BaseBackend)  # no default: an adapter that forgets fails the protocol
+
+
+def test_the_one_loader_classifies_every_outcome(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hf_only = tmp_path / "only-hf"
+    shutil.copytree(SHIPPED_HF, hf_only)
+    exports = Exports.discover(hf_only, artifact=SHIPPED)
+    loaded = load_named("reference", exports)
+    assert loaded.status == "loaded" and loaded.backend is not None and loaded.error is None
+    skip = load_named("tiktoken", exports)
+    assert (skip.status, skip.backend) == ("skip", None) and "no .tiktoken" in skip.reason
+    (hf_only / "tokenizer.json").write_text("{not json")
+    error = load_named("tokenizers", exports)
+    assert error.status == "error" and error.backend is None and error.reason.startswith("Exception: ")
+    assert error.line(20) == error.reason.splitlines()[0][:20]
+    monkeypatch.setitem(sys.modules, "tokenizers", None)  # the library absent
+    missing = load_named("tokenizers", exports)
+    assert missing.status == "missing" and "pip install 'stacktok[hf]'" in missing.reason
+
+
+def test_floor_and_suite_share_first_difference() -> None:
+    from conformance.checks import runner, windows
+    from stacktok_export import diff
+    from stacktok_export.pack import encode
+
+    assert windows.first_difference is diff.first_difference is runner.first_difference
+    assert encode.first_difference is diff.first_difference
+    assert diff.first_difference([1, 2], [1, 2, 3]) == 2 and diff.first_difference([5], [6]) == 0
 
 
 def test_unknown_backend_is_a_usage_error(exports: Exports) -> None:
@@ -74,10 +142,42 @@ def test_missing_backend_is_reported_missing_not_passed(tmp_path: Path, small_fi
     assert exit_code(result_rows(results, stale=[]), required_missing=[]) == 0
 
 
+def _conformance_cli(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    probes = directory.parent / "one-probe.jsonl"
+    probes.write_text(json.dumps({"id": "x", "category": "c", "text": "hello world"}) + "\n")
+    cmd = [sys.executable, "-m", "conformance", str(directory), "--artifact", str(SHIPPED), "--quiet"]
+    cmd += ["--probes", str(probes), *args]
+    env = {**os.environ, "TRANSFORMERS_VERBOSITY": "error"}
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "tiktoken",  # no .tiktoken beside the copied directory: skip
+        pytest.param(
+            "vllm",  # not installed in tests(latest): missing (the nox conformance session's case)
+            marks=pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm installed"),
+        ),
+    ],
+)
+def test_python_m_conformance_require_exits_2_when_it_cannot_run(tmp_path: Path, backend: str) -> None:
+    """The real ``python -m conformance --require`` (noxfile.py's conformance session relies on it)."""
+    hf_only = tmp_path / "only-hf"
+    shutil.copytree(SHIPPED_HF, hf_only)
+    required = _conformance_cli(hf_only, "--backends", f"reference,{backend}", "--require", backend)
+    assert required.returncode == 2, required.stderr
+    assert f"conformance: error: required backend {backend} " in required.stderr  # "... did not run"
+    assert "verdict: FAIL (required backend missing)" in required.stdout
+    optional = _conformance_cli(hf_only, "--backends", f"reference,{backend}")
+    assert optional.returncode == 0, optional.stdout + optional.stderr
+    assert "required backend" not in optional.stderr
+
+
 def test_shipped_exports_conform(exports: Exports, small_fixtures) -> None:
     results, stale, _ = run_suite(exports, small_fixtures, LOCAL)
     for r in results:
-        assert r.status == "ok", render_text(results)
+        assert r.status == "ok", render_results(results)
         assert r.probes_identical + r.probes_declared == len(small_fixtures.probes)
     assert {r.name: r.default_behaviour for r in results}["tiktoken"] == "raises"
 
@@ -104,7 +204,7 @@ def test_corrupted_merge_fails_with_a_readable_window(tmp_path: Path, small_fixt
         assert r.status == "diverged" and r.probes_diverged > 0
         failure = next(f for f in r.failures if f.check == "encode")
         assert failure.window and failure.window["reference"] != failure.window["backend"]
-    text = render_text(results)
+    text = render_results(results)
     assert "first difference at id position" in text and "reference:" in text and "backend:" in text
     assert exit_code(result_rows(results, stale=[]), required_missing=[]) == 1
 

@@ -87,7 +87,7 @@ def test_cli_check_exit_codes(copy: Path) -> None:
     cmd = [
         sys.executable,
         "-m",
-        "stacktok_export.cli",
+        "stacktok_cli",
         "export",
         "--check",
         "--artifact",

@@ -22,7 +22,7 @@ import pytest
 
 import stacktok_cli
 from conformance.core.fixtures import FixtureSet
-from conformance.static.checks import _post_added_tokens
+from conformance.static.hf_files import post_added_tokens as _post_added_tokens
 
 from .conftest import ROOT, SHIPPED_HF
 
@@ -191,7 +191,7 @@ def test_train_out_directory_is_exit_2(tmp_path, capsys) -> None:
 
 
 def test_internal_error_is_exit_3_in_one_line(monkeypatch, data, capsys) -> None:
-    import conformance.gate as gate_mod
+    import conformance.gate.collect as gate_mod
 
     def boom(*_a, **_k):
         raise KeyError("planted bug")

@@ -8,6 +8,8 @@ only when the bytes are exactly :func:`conformance.core.clean_spaces.clean_space
 from __future__ import annotations
 
 import random
+import shutil
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -15,12 +17,14 @@ import pytest
 
 from conformance.backends import load_backend
 from conformance.backends.llama_backend import LlamaCppDetokenizeBackend
+from conformance.checks.compare import Runner
+from conformance.checks.loading import load_named
+from conformance.checks.runner import result_rows, run_suite
 from conformance.core.clean_spaces import clean_spaces
 from conformance.core.declared import Declarations
 from conformance.core.fixtures import FixtureSet, Probe
 from conformance.core.layout import Exports
 from conformance.core.protocol import Capability
-from conformance.checks.runner import Runner, result_rows, run_suite
 from stacktok_export import StackTokenizer
 
 from .conftest import SHIPPED, SHIPPED_HF, need
@@ -140,3 +144,19 @@ def test_a_different_decode_bug_is_not_hidden(exports: Exports, detok) -> None:
     rows = {r.check: r for r in result_rows([result])}
     assert rows["conformance.decode"].status == "fail"
     assert rows["conformance.single_tokens"].status == "fail"  # " you" decodes wrongly too
+
+
+@pytest.mark.parametrize("name", ["llama.cpp", DETOK])
+def test_without_a_gguf_llama_is_skip_even_when_the_library_is_absent(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The export is checked before the library: no ``.gguf`` is *skip*, with or without llama-cpp-python."""
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # `import llama_cpp` now raises ImportError
+    hf_only = tmp_path / "only-hf"
+    shutil.copytree(SHIPPED_HF, hf_only)
+    loaded = load_named(name, Exports.discover(hf_only, artifact=SHIPPED))
+    assert (loaded.status, loaded.backend) == ("skip", None), loaded
+    assert "no .gguf file in the directory" in loaded.reason
+    # with the .gguf present, the absent library is what stops it: *missing*, with the install command
+    loaded = load_named(name, Exports.discover(SHIPPED_HF, artifact=SHIPPED))
+    assert loaded.status == "missing" and "pip install 'stacktok[llama]'" in loaded.reason, loaded

@@ -151,6 +151,62 @@ def test_build_refuses_to_write_into_the_tokenizer_dir(tmp_path) -> None:
     assert not (src / "model").exists()
 
 
+def test_declarations_without_their_adapter_become_a_row(tmp_path) -> None:
+    """No tokenizers adapter over tokenizer.json: no declaration applies, and a row says so."""
+    need("tokenizers", "hf")
+    from conformance.served.declarations import drift_proxy
+
+    bad = tmp_path / "tokenizer.json"
+    bad.write_text("{not json", encoding="utf-8")
+    proxy, row = drift_proxy(bad, "0.0")
+    assert proxy is None
+    assert (row.check, row.backend, row.status) == ("served.declarations", "vllm-server", "skip")
+    assert str(bad) in row.message and "every difference counts" in row.message
+    assert row.fix == served.FIX_DECLARATIONS
+    proxy, row = drift_proxy(SHIPPED_HF / "tokenizer.json", "0.0")
+    assert row is None and proxy.name == "vllm"
+
+
+def test_declarations_without_tokenizers_are_a_missing_row(monkeypatch, tmp_path) -> None:
+    from conformance.backends import tokenizers_backend
+    from conformance.served.declarations import drift_proxy
+
+    def no_library(self, path, version):
+        raise ImportError("No module named 'tokenizers'")
+
+    monkeypatch.setattr(tokenizers_backend.TokenizersBackend, "__init__", no_library)
+    proxy, row = drift_proxy(SHIPPED_HF / "tokenizer.json", "0.0")
+    assert proxy is None and row.status == "missing" and "ImportError" in row.message
+    assert "pip install tokenizers" in row.fix
+
+
+def test_dropped_declarations_row_comes_first(monkeypatch, shipped_tok, tmp_path) -> None:
+    """The served rows over a server that never answers: the declarations row leads, none vanish."""
+    need("tokenizers", "hf")
+    from conformance.core.fixtures import Divergence
+    from conformance.served.checks import served_rows
+    from conformance.served.tally import Budget
+
+    def refused(*_a, **_k):
+        raise ConnectionRefusedError("refused")
+
+    fake = served.Server("http://127.0.0.1:9", 9, -1, served.SERVED_NAME, tmp_path / "log")
+    monkeypatch.setattr(fake, "request", refused)
+    decl = Divergence("d-1", "vllm", "encode", "*", "a reason", "https://example.org", probe="#0")
+    rows = served_rows(
+        fake, shipped_tok, ["a"], [], budget=Budget(30), divergences=[decl], tokenizer_json=tmp_path / "none"
+    )
+    assert [r.check for r in rows] == [
+        "served.declarations",
+        "served.tokenize_prompt",
+        "served.tokenize_messages",
+        "served.injection",
+        "served.detokenize",
+        "served.eos",
+    ]
+    assert rows[0].status == "skip" and rows[1].status == "fail" and rows[-1].status == "fail"
+
+
 # ---------------------------------------------------------------------- the tiny model
 def test_tiny_model_files_and_config(clean) -> None:
     model = clean["model"]

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from stacktok_export import cli
-from stacktok_export.bpe import shipped_artifact_path
+import stacktok_cli
+from stacktok_cli import tokens
+from stacktok_export import artifact as artifact_module
+from stacktok_export.artifact import shipped_artifact_path
 from stacktok_export.export import export_all, gguf_fmt, stale_temps
 
 from .conftest import ROOT, SHIPPED, SHIPPED_HF, need
@@ -192,7 +194,7 @@ def test_export_check_works_from_any_directory(tmp_path: Path) -> None:
 
 
 def test_project_root_is_this_checkout() -> None:
-    assert cli.project_root() == ROOT
+    assert artifact_module.project_root() == ROOT
 
 
 def test_installed_package_uses_shipped_artifact_and_local_exports(
@@ -200,18 +202,18 @@ def test_installed_package_uses_shipped_artifact_and_local_exports(
 ) -> None:
     import shutil
 
-    monkeypatch.setattr(cli, "project_root", lambda: None)
+    monkeypatch.setattr(artifact_module, "project_root", lambda: None)
     shutil.copytree(ROOT / "tokenizer", tmp_path / "tokenizer")
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["export", "--check"]) == 0
+    assert stacktok_cli.main(["export", "--check"]) == 0
     out = capsys.readouterr().out
     assert f"using artifact {shipped_artifact_path()}, exports in tokenizer" in out.splitlines()
 
 
 def test_no_export_directory_is_a_one_line_hint(tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setattr(cli, "project_root", lambda: None)
+    monkeypatch.setattr(artifact_module, "project_root", lambda: None)
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["export", "--check"]) == 2
+    assert stacktok_cli.main(["export", "--check"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert "pass --out DIR" in err and "Traceback" not in err
@@ -243,7 +245,7 @@ def test_info_summarises_shortfall_fillers(tmp_path: Path) -> None:
 
 def test_special_lines_runs() -> None:
     specials = {"<|unused_0|>": 10, "<|unused_1|>": 11, "<|unused_5|>": 12, "<|bos|>": 13, "<|unused_9|>": 14}
-    assert cli._special_lines(specials) == [
+    assert tokens.special_lines(specials) == [
         "  2 fillers <|unused_0|>..<|unused_1|> at ids 10-11 (training shortfall)",
         "      12  <|unused_5|>  (training shortfall filler)",
         "      13  <|bos|>",
@@ -273,7 +275,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 @pytest.mark.parametrize("command", ["train", "info", "encode", "decode", "export"])
 def test_every_option_has_help_with_its_default(command: str) -> None:
-    sub = _subparsers(cli.build_parser())[command]
+    sub = _subparsers(stacktok_cli.build_parser())[command]
     for action in sub._actions:
         if isinstance(action, argparse._HelpAction):
             continue

@@ -10,9 +10,15 @@ patched to fail) and the call must finish in seconds.
 from __future__ import annotations
 
 import base64
+import builtins
+import importlib.util
+import io
 import json
+import os
 import shutil
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 from typing import Any
 
@@ -320,6 +326,79 @@ def test_not_a_gguf(hf: Path) -> None:
     path = hf.parent / f"{NAME}.gguf"
     path.write_bytes(b"GGML" + path.read_bytes()[4:])
     _fails(hf, f"{path}: header:", "b'GGML'")
+
+
+# ------------------------------------------------------ what validation hands on
+def test_validation_returns_every_file_it_read_parsed(hf: Path) -> None:
+    result = validate_directory(_exports(hf), load=False)
+    assert result.directory == hf and result.tokenizers_loaded is False
+    for name in (
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "generation_config.json",
+    ):
+        assert result.raw(name) == (hf / name).read_bytes()
+        assert result.value(name) == json.loads((hf / name).read_text(encoding="utf-8"))
+    assert result.value("chat_template.jinja") == (hf / "chat_template.jinja").read_text(encoding="utf-8")
+    assert result.value("config.json") is None and "config.json" not in result.hf  # absent: no key
+    tiktoken = hf.parent / f"{NAME}.tiktoken"
+    assert result.tiktoken is not None and result.tiktoken.raw == tiktoken.read_bytes()
+    ranks = result.tiktoken.value
+    assert len(ranks) == len(tiktoken.read_bytes().split()) // 2 and ranks[b"A"] == 65
+    if importlib.util.find_spec("gguf") is not None:
+        assert result.gguf is not None and result.gguf.raw is None
+        assert result.gguf.value["tokenizer.ggml.tokens"][1] == "ARRAY[STRING]"
+    with pytest.raises(FrozenInstanceError):
+        result.tiktoken = None  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        result.hf["tokenizer.json"] = result.hf["tokenizer.json"]  # type: ignore[index]
+
+
+def test_each_file_is_read_once(hf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Validation opens every file it checks exactly once (tokenizers' child gets the text on stdin)."""
+    reads: Counter[str] = Counter()
+    real_open = io.open
+    root = hf.parent.resolve()
+
+    def counting_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(file, (str, os.PathLike)) and root in Path(file).resolve().parents:
+            reads[Path(file).resolve().relative_to(root).as_posix()] += 1
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", counting_open)  # pathlib's read_bytes
+    monkeypatch.setattr(builtins, "open", counting_open)  # numpy's memmap under gguf-py
+    validate_directory(_exports(hf))
+    expected = {f"{hf.name}/{p.name}" for p in hf.iterdir()} | {f"{NAME}.tiktoken"}
+    if importlib.util.find_spec("gguf") is not None:
+        expected.add(f"{NAME}.gguf")
+    assert set(reads) == expected and set(reads.values()) == {1}, reads
+
+
+def test_not_checked_names_exactly_the_missing_libraries() -> None:
+    result = validate_directory(Exports.discover(SHIPPED_HF, artifact=SHIPPED))
+    for lib in ("jinja2", "gguf", "tokenizers"):
+        missing = importlib.util.find_spec(lib) is None
+        assert any(f": {lib} is not installed; pip install" in n for n in result.not_checked) == missing
+    assert result.tokenizers_loaded == (importlib.util.find_spec("tokenizers") is not None)
+    assert len(result.skip_rows()) == len(result.not_checked)
+
+
+def test_without_jinja2_the_template_is_a_skip_not_a_silent_pass(
+    hf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def no_jinja2(name: str, *args: Any) -> Any:
+        return None if name == "jinja2" else real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", no_jinja2)
+    (hf / "chat_template.jinja").write_text("{% if %}\n", encoding="utf-8")  # not compiled, so not caught
+    result = validate_directory(_exports(hf), load=False)
+    note = "chat template not compiled: jinja2 is not installed; pip install 'stacktok[hf]'"
+    assert note in result.not_checked
+    rows = [r for r in result.skip_rows() if r.check == "validate.chat_template"]
+    assert [(r.status, r.message) for r in rows] == [("skip", f"not checked: {note}")]
 
 
 # ------------------------------------------------------------- user fixtures

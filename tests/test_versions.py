@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import versions
+from conformance.matrix import versions
 from conformance.matrix.versions import Resolved, VersionError, parse_flags, resolve
 
 from .conftest import need

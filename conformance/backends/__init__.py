@@ -1,7 +1,11 @@
-"""One adapter module per backend; :func:`load_backend` imports them lazily.
+"""One adapter module per backend, one :class:`Entry` each in :data:`BACKENDS`; loaded lazily.
 
-Each module has ``load(exports) -> Backend``; a backend whose
-library is not installed raises ``BackendMissing`` and is reported *missing*.
+An entry names the adapter module, its factory (``load(exports) -> Backend`` unless
+the module builds two backends) and the export file the backend reads -- the data
+behind :data:`REGISTRY`, :data:`READS` and every adapter's ``reads`` trait. A backend
+whose library is not installed raises ``BackendMissing`` and is reported *missing*.
+
+Out of scope: running backends (``conformance.checks``); the adapters never import a tool.
 """
 
 from __future__ import annotations
@@ -9,29 +13,42 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.core.layout import Exports
+from conformance.core.protocol import EXPORT_FILES, Backend, BackendMissing, ExportAbsent
 from stacktok_export import StackTokenizer
 
-from conformance.core.layout import Exports
-from conformance.core.protocol import Backend, BackendMissing, ExportAbsent
 
-#: backend name -> adapter module (relative to this package)
-REGISTRY: dict[str, str] = {
-    "reference": ".reference",
-    "tiktoken": ".tiktoken_backend",
-    "tokenizers": ".tokenizers_backend",
-    "transformers": ".transformers_backend",
-    "transformers-reload": ".transformers_backend",
-    "llama.cpp": ".llama_backend",
-    "llama.cpp-detokenize": ".llama_backend",
-    "vllm": ".vllm_backend",
-    "trl": ".trl_backend",
+@dataclass(frozen=True)
+class Entry:
+    """One backend: where its adapter lives, which factory builds it, which export file it reads."""
+
+    module: str  # adapter module, relative to this package
+    reads: str  # the export file it loads: "artifact", "tokenizer.json", ".gguf" or ".tiktoken"
+    loader: str = "load"  # the module's factory, ``loader(exports) -> Backend``
+
+    def __post_init__(self) -> None:
+        if self.reads not in EXPORT_FILES:
+            raise ValueError(f"backend entry {self.module}: reads {self.reads!r}, not one of {EXPORT_FILES}")
+
+
+#: every backend, in report order (the default ``--backends``); one entry each
+BACKENDS: dict[str, Entry] = {
+    "reference": Entry(".reference", "artifact"),
+    "tiktoken": Entry(".tiktoken_backend", ".tiktoken"),
+    "tokenizers": Entry(".tokenizers_backend", "tokenizer.json"),
+    "transformers": Entry(".transformers_backend", "artifact"),
+    "transformers-reload": Entry(".transformers_backend", "tokenizer.json", loader="load_reload"),
+    "llama.cpp": Entry(".llama_backend", ".gguf"),
+    "llama.cpp-detokenize": Entry(".llama_backend", ".gguf", loader="load_detokenize"),
+    "vllm": Entry(".vllm_backend", "tokenizer.json"),
+    "trl": Entry(".trl_backend", "tokenizer.json"),
 }
 
-#: backends that are a second path of another adapter module: name -> its factory's name
-LOADERS = {"transformers-reload": "load_reload", "llama.cpp-detokenize": "load_detokenize"}
-
+#: backend name -> adapter module (a view of :data:`BACKENDS`)
+REGISTRY: dict[str, str] = {name: e.module for name, e in BACKENDS.items()}
 
 # transformers' import-time advice ("PyTorch was not found ...") says nothing about the checkpoint:
 # the suite never loads model weights through transformers. Its other warnings stay (issue #12).
@@ -39,18 +56,9 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 #: the ground truth every other backend is compared with
 REFERENCE = "reference"
-#: which export file each backend reads (the gate judges a file's edits by its readers' rows)
-READS: dict[str, str] = {
-    "reference": "artifact",
-    "tiktoken": ".tiktoken",
-    "tokenizers": "tokenizer.json",
-    "transformers": "artifact",
-    "transformers-reload": "tokenizer.json",
-    "llama.cpp": ".gguf",
-    "llama.cpp-detokenize": ".gguf",
-    "vllm": "tokenizer.json",
-    "trl": "tokenizer.json",
-}
+#: which export file each backend reads (the gate judges a file's edits by its readers' rows);
+#: a view of :data:`BACKENDS`, and each adapter's ``reads`` trait
+READS: dict[str, str] = {name: e.reads for name, e in BACKENDS.items()}
 
 
 def readers_of(export: str) -> tuple[str, ...]:
@@ -63,10 +71,10 @@ def load_backend(name: str, exports: Exports) -> Backend:
     if name not in REGISTRY:
         raise ValueError(f"unknown backend {name!r}; choose from {', '.join(REGISTRY)}")
     try:
-        module = importlib.import_module(REGISTRY[name], __name__)
+        module = importlib.import_module(BACKENDS[name].module, __name__)
     except ModuleNotFoundError as exc:
         raise BackendMissing(f"the {name} adapter cannot be imported ({exc})") from None
-    loader = getattr(module, LOADERS.get(name, "load"))
+    loader = getattr(module, BACKENDS[name].loader)
     return loader(exports)
 
 
@@ -124,4 +132,19 @@ def dist_version(dist: str) -> str:
         return "unknown"
 
 
-__all__ = ["REGISTRY", "load_backend", "require", "BackendMissing", "ExportAbsent", "check_selection"]
+__all__ = [
+    "BACKENDS",
+    "READS",
+    "REFERENCE",
+    "REGISTRY",
+    "BackendMissing",
+    "Entry",
+    "ExportAbsent",
+    "backend_list",
+    "check_selection",
+    "dist_version",
+    "load_backend",
+    "readers_of",
+    "require",
+    "shared_reference",
+]

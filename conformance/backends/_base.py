@@ -33,6 +33,9 @@ class BaseBackend:
     chat_requires_assistant = False
     #: how the chat path keeps typed special strings as text; None = the library has none.
     chat_injection_safe_path: str | None = None
+    #: the export file it reads -- no default: each adapter sets it from its registry entry
+    #: (``READS[name]``), so an adapter that forgets fails the protocol check
+    reads: str
 
     def encode(self, text: str, *, allow_special: bool) -> list[int]:
         raise NotImplementedError(f"{self.name} does not encode")

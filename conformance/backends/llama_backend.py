@@ -41,10 +41,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from conformance.backends import READS, require
+from conformance.backends._base import TOKENIZER_CAPS, BaseBackend
 from conformance.core.layout import Exports
 from conformance.core.protocol import Capability, ExportAbsent
-from conformance.backends import require
-from conformance.backends._base import TOKENIZER_CAPS, BaseBackend
 
 _PIECE_BUFFER = 64  # bytes; longer pieces are retried with the size llama.cpp asks for
 _INT32_MAX = 2**31 - 1  # llama_tokenize's text_len is int32_t
@@ -103,29 +103,15 @@ class LlamaCppTokenizer:
         token_id = getattr(self._lib, fn_name)(self._vocab)
         return None if token_id < 0 else int(token_id)
 
-    @property
-    def bos_id(self) -> int | None:
-        return self._id("llama_vocab_bos")
+    def _flag(self, fn_name: str) -> bool:
+        return bool(getattr(self._lib, fn_name)(self._vocab))
 
-    @property
-    def eos_id(self) -> int | None:
-        return self._id("llama_vocab_eos")
-
-    @property
-    def eot_id(self) -> int | None:
-        return self._id("llama_vocab_eot")
-
-    @property
-    def pad_id(self) -> int | None:
-        return self._id("llama_vocab_pad")
-
-    @property
-    def adds_bos(self) -> bool:
-        return bool(self._lib.llama_vocab_get_add_bos(self._vocab))
-
-    @property
-    def adds_eos(self) -> bool:
-        return bool(self._lib.llama_vocab_get_add_eos(self._vocab))
+    bos_id = property(lambda self: self._id("llama_vocab_bos"), doc="BOS id, None when the GGUF sets none")
+    eos_id = property(lambda self: self._id("llama_vocab_eos"), doc="EOS id, None when the GGUF sets none")
+    eot_id = property(lambda self: self._id("llama_vocab_eot"), doc="EOT id, None when the GGUF sets none")
+    pad_id = property(lambda self: self._id("llama_vocab_pad"), doc="PAD id, None when the GGUF sets none")
+    adds_bos = property(lambda self: self._flag("llama_vocab_get_add_bos"), doc="tokenize() prepends BOS")
+    adds_eos = property(lambda self: self._flag("llama_vocab_get_add_eos"), doc="tokenize() appends EOS")
 
     def is_eog(self, token_id: int) -> bool:
         """Whether llama.cpp stops generation at ``token_id``."""
@@ -197,6 +183,7 @@ class LlamaCppTokenizer:
 
 class LlamaCppBackend(BaseBackend):
     name = "llama.cpp"
+    reads = READS[name]
     capabilities = TOKENIZER_CAPS
 
     def __init__(self, tok: LlamaCppTokenizer) -> None:
@@ -217,21 +204,25 @@ class LlamaCppDetokenizeBackend(LlamaCppBackend):
     """llama.cpp's second decode path (``llama_detokenize``); encoding is the ``llama.cpp`` row's."""
 
     name = "llama.cpp-detokenize"
+    reads = READS[name]
     capabilities = frozenset({Capability.DECODE, Capability.SINGLE_TOKENS})
 
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         return self.tok.detokenize(ids)
 
 
-def load_detokenize(exports: Exports) -> LlamaCppDetokenizeBackend:
-    require("llama_cpp", "llama")
+def _open(exports: Exports) -> LlamaCppTokenizer:
+    """The GGUF's tokenizer. The export is checked before the library: a directory without a
+    ``.gguf`` is *skip* (ExportAbsent) whether or not llama-cpp-python is installed; only then
+    does opening it raise BackendMissing (*missing*) when the library is absent."""
     if exports.gguf is None:
         raise ExportAbsent("no .gguf file in the directory; run `stacktok export`")
-    return LlamaCppDetokenizeBackend(LlamaCppTokenizer(exports.gguf))
+    return LlamaCppTokenizer(exports.gguf)
+
+
+def load_detokenize(exports: Exports) -> LlamaCppDetokenizeBackend:
+    return LlamaCppDetokenizeBackend(_open(exports))
 
 
 def load(exports: Exports) -> LlamaCppBackend:
-    require("llama_cpp", "llama")
-    if exports.gguf is None:
-        raise ExportAbsent("no .gguf file in the directory; run `stacktok export`")
-    return LlamaCppBackend(LlamaCppTokenizer(exports.gguf))
+    return LlamaCppBackend(_open(exports))

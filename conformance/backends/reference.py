@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from stacktok_export import StackTokenizer, __version__
-from stacktok_export.chat import render_conversation
-
+from conformance.backends import READS, shared_reference
+from conformance.backends._base import BaseBackend
 from conformance.core.layout import Exports
 from conformance.core.protocol import Capability
-from conformance.backends import shared_reference
-from conformance.backends._base import BaseBackend
+from stacktok_export import StackTokenizer, __version__
+from stacktok_export.chat import render_conversation
 
 
 class ReferenceBackend(BaseBackend):
     name = "reference"
+    reads = READS[name]
     version = __version__
     capabilities = frozenset(Capability)
 

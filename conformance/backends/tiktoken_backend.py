@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stacktok_export.export.tiktoken_fmt import load_tiktoken_file
-
+from conformance.backends import READS, dist_version, require, shared_reference
+from conformance.backends._base import TOKENIZER_CAPS, BaseBackend
 from conformance.core.layout import Exports
 from conformance.core.protocol import ExportAbsent
-from conformance.backends import dist_version, require, shared_reference
-from conformance.backends._base import TOKENIZER_CAPS, BaseBackend
+from stacktok_export.export.tiktoken_fmt import load_tiktoken_file
 
 
 class TiktokenBackend(BaseBackend):
     name = "tiktoken"
+    reads = READS[name]
     capabilities = TOKENIZER_CAPS
 
     def __init__(self, enc, version: str) -> None:

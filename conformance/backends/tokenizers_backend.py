@@ -11,14 +11,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+from conformance.backends import READS, dist_version, require
+from conformance.backends._base import TOKENIZER_CAPS, BaseBackend
 from conformance.core.layout import Exports
 from conformance.core.protocol import ExportAbsent
-from conformance.backends import dist_version, require
-from conformance.backends._base import TOKENIZER_CAPS, BaseBackend
 
 
 class TokenizersBackend(BaseBackend):
     name = "tokenizers"
+    reads = READS[name]
     decode_exact = False
     capabilities = TOKENIZER_CAPS
 

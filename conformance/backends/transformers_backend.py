@@ -14,10 +14,10 @@ import threading
 import warnings
 from collections.abc import Mapping, Sequence
 
+from conformance.backends import READS, require, shared_reference
+from conformance.backends._base import BaseBackend
 from conformance.core.layout import Exports
 from conformance.core.protocol import Capability, ExportAbsent
-from conformance.backends import require, shared_reference
-from conformance.backends._base import BaseBackend
 
 
 class TransformersBackend(BaseBackend):
@@ -31,6 +31,7 @@ class TransformersBackend(BaseBackend):
             True
         )
         self.name = name
+        self.reads = READS[name]
         self.version = version
         self._lock = threading.Lock()
 
@@ -78,6 +79,6 @@ def load_reload(exports: Exports) -> TransformersBackend:
         raise ExportAbsent("no tokenizer.json in the directory")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # never run code from the checkpoint, and never prompt for it (gate_checks flags auto_map)
+        # never run code from the checkpoint, and never prompt for it (conformance.static.hf_files flags auto_map)
         tok = transformers.AutoTokenizer.from_pretrained(str(exports.hf_dir), trust_remote_code=False)
     return TransformersBackend(tok, name="transformers-reload", version=transformers.__version__)

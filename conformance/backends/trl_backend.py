@@ -45,8 +45,9 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from conformance.core.protocol import BackendMissing, Capability, ExportAbsent
+from conformance.backends import READS
 from conformance.backends._base import BaseBackend
+from conformance.core.protocol import BackendMissing, Capability, ExportAbsent
 
 INSTALL_HINT = (
     "pip install torch==2.13.0 && pip install trl datasets "
@@ -64,6 +65,7 @@ def _hf_dir(export_dir: object) -> Path:
 
 class TrlBackend(BaseBackend):
     name = "trl"
+    reads = READS[name]
     capabilities = frozenset({Capability.CHAT})
     #: TRL raises "no assistant tokens" for an example with no assistant turn under
     #: assistant_only_loss; such chats are not applicable, not failures.

@@ -62,8 +62,9 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from conformance.core.protocol import BackendMissing, Capability, ExportAbsent
+from conformance.backends import READS
 from conformance.backends._base import BaseBackend
+from conformance.core.protocol import BackendMissing, Capability, ExportAbsent
 
 INSTALL_HINT = (
     "run `nox -s conformance -- --vllm VERSION`, or follow the CPU recipe in conformance/INSTALL-heavy.md"
@@ -123,6 +124,7 @@ def _stage(hf_dir: Path) -> Path:
 
 class VllmBackend(BaseBackend):
     name = "vllm"
+    reads = READS[name]
     decode_exact = False
     capabilities = frozenset(Capability)  # every check; see the module docstring for how
     safe_path = SAFE_PATH

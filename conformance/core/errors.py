@@ -4,7 +4,9 @@
   output path inside the directory checked, ``--require`` naming an excluded backend). Every
   command -- ``stacktok gate``, ``fuzz``, ``audit``, the tokenizer commands in ``stacktok_cli``
   and ``python -m conformance`` -- raises this one class.
-- :class:`InputError`: a malformed input file, ``"<path>: <where>: <what is wrong>; <fix>"``.
+- :class:`InputError`: a malformed input file, ``"<path>: <where>: <what is wrong>; <fix>"``;
+  :class:`FixtureError` a malformed probe/chat/divergence file; :class:`LayoutError` a directory
+  that is not a tokenizer directory.
 
 :func:`input_errors` lists every exception class that means "bad input", so the command line
 maps all of them to exit 2 in one place (``stacktok_cli``).
@@ -30,13 +32,18 @@ class InputError(ValueError):
         super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
 
 
+class FixtureError(ValueError):
+    """A fixture file is unreadable or malformed; names the file and line."""
+
+
+class LayoutError(ValueError):
+    """The directory is not a tokenizer directory; the message says what is missing."""
+
+
 def input_errors() -> tuple[type[Exception], ...]:
     """Every exception that means "bad input" (exit 2, one line): a usage error, a malformed file,
     an unreadable fixture or user file, a directory that is not a tokenizer directory, an artifact
     the reference refuses. One list for ``stacktok``, ``stacktok gate`` and ``python -m conformance``."""
     from stacktok_export import ArtifactError
-
-    from conformance.core.fixtures import FixtureError
-    from conformance.core.layout import LayoutError
 
     return (UsageError, InputError, FixtureError, LayoutError, ArtifactError)

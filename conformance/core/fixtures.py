@@ -25,6 +25,8 @@ from packaging.version import InvalidVersion, Version
 
 from stacktok_export.chat import ChatFormatError, _check_message
 
+from conformance.core.errors import FixtureError
+
 
 def _fixtures_dir() -> Path:
     """``fixtures/`` of a checkout, else the copy packaged in the wheel."""
@@ -37,10 +39,6 @@ FIXTURES = _fixtures_dir()
 
 
 CAUSES = ("unicode_tables", "long_s_contraction", "clean_spaces")
-
-
-class FixtureError(ValueError):
-    """A fixture file is unreadable or malformed; names the file and line."""
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
-class LayoutError(ValueError):
-    """The directory is not a tokenizer directory; the message says what is missing."""
+from conformance.core.errors import LayoutError, UsageError
 
 
 @dataclass(frozen=True)
@@ -79,3 +77,28 @@ def _gguf_cached(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[A
     from stacktok_export.export.gguf_fmt import read_gguf
 
     return read_gguf(path)
+
+
+def require_any_export(exports: Exports, directory: Path, *, verb: str) -> None:
+    """The one "nothing to check here" rule (gate, fuzz, ``python -m conformance``): a directory
+    with no ``tokenizer.json``, ``*.gguf`` or ``*.tiktoken`` is a usage error, never an empty PASS."""
+    if exports.hf_dir is None and exports.gguf is None and exports.tiktoken is None:
+        raise UsageError(
+            f"{directory} has no tokenizer.json, *.gguf or *.tiktoken to {verb}; "
+            "pass the directory `stacktok export` or save_pretrained wrote"
+        )
+
+
+def refuse_outputs_inside(directory: Path, outputs: dict[str, Path | None], *, tool: str) -> None:
+    """The one "never writes into DIR" rule: an output flag pointing into the directory a tool
+    checks is a usage error (a gate or fuzz run never modifies what it checks)."""
+    root = Path(directory).resolve()
+    for flag, p in outputs.items():
+        if p is None:
+            continue
+        full = Path(p).resolve()
+        if full == root or root in full.parents:
+            raise UsageError(
+                f"{flag} {p} is inside {directory}: the {tool} never writes into the directory it checks; "
+                "write it elsewhere"
+            )

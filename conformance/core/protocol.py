@@ -30,6 +30,11 @@ Traits (data, never probed with ``getattr``):
   special strings as text, or None when the library offers no such path
   (string templates, transformers#29279): then an unsafe chat is a warning
   with the safe alternative, else a failure.
+- ``reads``: the export file the backend loads, one of :data:`EXPORT_FILES` --
+  ``"artifact"`` (built in memory from the frozen artifact), ``"tokenizer.json"``
+  (the HF export directory), ``".gguf"`` or ``".tiktoken"``. The gate judges an
+  edit to a file by the rows of the backends that read it. Each adapter takes it
+  from its registry entry (``conformance.backends.BACKENDS``).
 
 Loading is done by a factory ``load(exports) -> Backend`` in each adapter
 module, which raises :class:`BackendMissing` when the library is not installed
@@ -46,6 +51,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
+
+#: the export files a backend can read (its ``reads`` trait)
+EXPORT_FILES = ("artifact", "tokenizer.json", ".gguf", ".tiktoken")
 
 
 class Capability(str, enum.Enum):
@@ -74,6 +82,7 @@ class Backend(Protocol):
     decode_exact: bool
     chat_requires_assistant: bool
     chat_injection_safe_path: str | None
+    reads: str  # one of EXPORT_FILES
 
     def encode(self, text: str, *, allow_special: bool) -> list[int]: ...
 

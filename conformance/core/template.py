@@ -1,4 +1,4 @@
-"""Chat templates rendered the way transformers renders them, and never any other way.
+"""Chat templates compiled and rendered the way transformers does, and never any other way.
 
 transformers compiles a chat template in ``jinja2.sandbox.ImmutableSandboxedEnvironment``
 with ``trim_blocks``/``lstrip_blocks``, the ``loopcontrols`` extension, a
@@ -7,7 +7,12 @@ and ``strftime_now`` globals. :func:`environment` builds the same, so a
 template that reaches for Python internals raises ``SecurityError`` here
 exactly as it would there, and the gate reports it as a row.
 
-Out of scope: transformers' tool/document arguments and multi-modal content.
+This is the suite's one sandboxed Jinja environment: validation compiles every chat
+template with :func:`compile_template` (``conformance.validate.template``), the static
+checks render with :func:`render_template`.
+
+Out of scope: transformers' tool/document arguments and multi-modal content; a missing
+jinja2 (importing this module needs it: callers check ``importlib.util.find_spec`` first).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The change report: new support-matrix rows against the committed ones, as a verdict per backend.
 
-    python -m conformance.matrix.changes ROWS.jsonl... [--baseline conformance/support_matrix.jsonl] [--update]
+    python -m conformance.matrix.changes ROWS.jsonl... [--baseline conformance/support_matrix.jsonl]
+                                         [--update] [--floor RESULT.json]
 
 Each ``ROWS.jsonl`` is what ``python -m conformance --matrix`` wrote for one matrix slot
 (the file name's stem, e.g. ``transformers-latest`` or ``transformers-5.25.0``). Each row
@@ -28,13 +29,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.report import support_matrix
+from conformance.report.entry import run_main
+from conformance.report.matrix import result_conforms, support_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT / "conformance" / "support_matrix.jsonl"
 FLOORS_NAME = "floors.json"  # beside the baseline: package -> oldest conforming release (nox -s floor)
 DEFAULTS = ROOT / "fixtures" / "defaults.json"
 REFERENCE = "reference"
+PROG = "conformance.matrix.changes"
 Row = dict[str, Any]
 
 
@@ -66,7 +69,8 @@ def load_rows(path: Path, *, slot: str | None = None) -> list[Row]:
 
 
 def conforms(row: Row) -> bool:
-    return str(row["result"]).startswith("conforms") and not row.get("stale")
+    """The row's result conforms and it names no stale declaration."""
+    return result_conforms(row["result"]) and not row.get("stale")
 
 
 def counterpart(row: Row, baseline: Sequence[Row]) -> Row | None:
@@ -203,7 +207,7 @@ def write_matrix(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m conformance.matrix.changes", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
     p.add_argument("rows", nargs="*", type=Path, help="JSONL rows from python -m conformance --matrix")
     p.add_argument("--baseline", type=Path, default=BASELINE)
     p.add_argument("--update", action="store_true", help="accept the rows into the baseline and the matrix")
@@ -214,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = [r for path in args.rows for r in load_rows(path)]
         defaults = json.loads(DEFAULTS.read_text(encoding="utf-8"))
     except (RowsError, json.JSONDecodeError, OSError) as exc:
-        print(f"conformance.matrix.changes: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     readme = args.baseline.parent.parent / "README.md"
     if args.floor:
@@ -222,9 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text, code = report(rows, baseline, defaults=defaults)
     print(text, end="")
     if args.update:
-        write_matrix(
-            merge(baseline, rows), baseline=args.baseline, readme=args.baseline.parent.parent / "README.md"
-        )
+        write_matrix(merge(baseline, rows), baseline=args.baseline, readme=readme)
         print(f"accepted {len(rows)} row(s) into {args.baseline} and SUPPORT_MATRIX.md")
         return 0
     return code
@@ -243,4 +245,4 @@ def record_floor(result: Path, *, baseline: Path, rows: Sequence[Row], readme: P
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main, prog=PROG))

@@ -23,9 +23,9 @@ from html import escape
 from conformance.backends import REGISTRY
 from conformance.core.rows import FILES, Row
 
-MARK = {"pass": "✅", "warn": "⚠️", "fail": "❌", "error": "💥", "missing": "➖", "skip": "➖"}
+MARK = {"pass": "✅", "warn": "⚠️", "fail": "❌", "error": "💥", "missing": "➖", "skip": "➖", "info": "ℹ️"}
 #: least to most severe; a grid cell shows the most severe status of its rows
-SEVERITY = ("pass", "skip", "missing", "warn", "fail", "error")
+SEVERITY = ("info", "pass", "skip", "missing", "warn", "fail", "error")
 LEGEND = "✅ pass · ⚠️ warn · ❌ fail · 💥 error · ➖ missing or skipped · blank: not checked"
 
 Grid = tuple[list[str], list[str], dict[tuple[str, str], list[Row]]]

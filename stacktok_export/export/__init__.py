@@ -1,7 +1,9 @@
 """Exporters: every ecosystem format, rendered from one artifact as exact bytes.
 
 ``render_exports`` returns ``{relative path: bytes}`` for an artifact named
-``NAME``::
+``NAME`` (``formats=`` a subset of :data:`FORMATS`; :func:`export_paths` names where each format
+goes) -- the one export orchestration, used by ``export_all``, ``check_exports`` and
+``stacktok audit``::
 
     NAME.tiktoken                  tiktoken rank file
     NAME-hf/tokenizer.json         tokenizers
@@ -26,6 +28,7 @@ import glob
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from .._atomic import atomic_directory, write_bytes_atomic
@@ -34,18 +37,48 @@ from .hf import hf_files
 from .tiktoken_fmt import tiktoken_text
 
 
-def render_exports(tok: StackTokenizer, *, tmp_dir: str | os.PathLike[str] | None = None) -> dict[str, bytes]:
-    """Every export file of ``tok``, keyed by path relative to the output directory.
+#: every export format, in the order ``render_exports`` renders them
+FORMATS = ("tiktoken", "hf", "gguf")
 
-    ``tmp_dir``: where a scratch file may go if one is needed (the output directory).
+
+def export_paths(name: str) -> dict[str, str]:
+    """Where each of :data:`FORMATS` goes, relative to the output directory (``hf`` is a folder)."""
+    return {"tiktoken": f"{name}.tiktoken", "hf": f"{name}-hf", "gguf": f"{name}.gguf"}
+
+
+def render_format(
+    tok: StackTokenizer, fmt: str, *, name: str | None = None, tmp_dir: str | os.PathLike[str] | None = None
+) -> dict[str, bytes]:
+    """The files of one of :data:`FORMATS`, keyed by path relative to the output directory.
+
+    ``name``: the file stem (default ``tok.name``). ``tmp_dir``: where a scratch file may go if
+    one is needed (the output directory). Raises ``ImportError`` when the format's writer needs
+    a library that is not installed, ``ValueError`` when ``tok`` cannot be written in it.
     """
-    from .gguf_fmt import gguf_bytes
+    path = export_paths(tok.name if name is None else name)[fmt]
+    if fmt == "tiktoken":
+        return {path: tiktoken_text(tok).encode("ascii")}
+    if fmt == "hf":
+        return {f"{path}/{fname}": data for fname, data in hf_files(tok).items()}
+    if fmt == "gguf":
+        from .gguf_fmt import gguf_bytes
 
-    name = tok.name
-    files = {f"{name}.tiktoken": tiktoken_text(tok).encode("ascii")}
-    for fname, data in hf_files(tok).items():
-        files[f"{name}-hf/{fname}"] = data
-    files[f"{name}.gguf"] = gguf_bytes(tok, tmp_dir=tmp_dir)
+        return {path: gguf_bytes(tok, tmp_dir=tmp_dir)}
+    raise ValueError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def render_exports(
+    tok: StackTokenizer,
+    *,
+    name: str | None = None,
+    formats: Sequence[str] = FORMATS,
+    tmp_dir: str | os.PathLike[str] | None = None,
+) -> dict[str, bytes]:
+    """Every export file of ``tok`` (or of ``formats`` only), keyed by path relative to the
+    output directory; ``name`` and ``tmp_dir`` as in :func:`render_format`."""
+    files: dict[str, bytes] = {}
+    for fmt in formats:
+        files.update(render_format(tok, fmt, name=name, tmp_dir=tmp_dir))
     return files
 
 
@@ -68,7 +101,7 @@ def export_all(artifact: str | os.PathLike[str], out: str | os.PathLike[str]) ->
     out.mkdir(parents=True, exist_ok=True)
     files = render_exports(tok, tmp_dir=out)
     written: list[Path] = []
-    hf_dir = f"{tok.name}-hf"
+    hf_dir = export_paths(tok.name)["hf"]
     with atomic_directory(out / hf_dir) as tmp:
         for rel, data in files.items():
             if rel.startswith(hf_dir + "/"):
@@ -88,7 +121,7 @@ def stale_temps(out: str | os.PathLike[str], name: str) -> list[Path]:
 
     out = Path(out)
     found = set(out.glob(f"{TMP_PREFIX}*"))
-    for target in (f"{name}.tiktoken", f"{name}.gguf", f"{name}-hf"):
+    for target in export_paths(name).values():
         target = glob.escape(target)
         found.update(out.glob(f".{target}.*.tmp"))  # _atomic's temp names
         found.update(out.glob(f".{target}.old-*"))  # atomic_directory's set-aside copy
@@ -129,4 +162,13 @@ def check_exports(artifact: str | os.PathLike[str], out: str | os.PathLike[str])
     return problems
 
 
-__all__ = ["render_exports", "export_all", "check_exports", "stale_temps", "remove_stale_temps"]
+__all__ = [
+    "FORMATS",
+    "export_paths",
+    "render_format",
+    "render_exports",
+    "export_all",
+    "check_exports",
+    "stale_temps",
+    "remove_stale_temps",
+]

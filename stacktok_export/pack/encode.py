@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..bpe import StackTokenizer, load_tokenizer
+from ..diff import first_difference
 from ..drift import DriftCache
 
 _GOLDEN = 0x9E3779B97F4A7C15  # Fibonacci hashing: document number -> well-spread 64-bit value
@@ -158,7 +159,7 @@ class DocEncoder:
             return ids, 0
         ref, got = self.ref.encode(text), ids.tolist()
         if ref != got:
-            return Mismatch(number, "", _first_difference(ref, got), ref, got), VERIFIED
+            return Mismatch(number, "", first_difference(ref, got), ref, got), VERIFIED
         return ids, VERIFIED
 
     def _has_special(self, text: str) -> bool:
@@ -167,10 +168,6 @@ class DocEncoder:
 
 def _empty() -> tuple[np.ndarray, ...]:
     return (np.zeros(0, np.uint16), *(np.zeros(0, t) for t in (np.int64, np.int64, np.uint8, np.int64)))
-
-
-def _first_difference(ref: list[int], got: list[int]) -> int:
-    return next((i for i, (a, b) in enumerate(zip(ref, got)) if a != b), min(len(ref), len(got)))
 
 
 # One encoder per worker process, built by the pool's initializer. Workers start before the

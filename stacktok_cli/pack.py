@@ -1,9 +1,12 @@
-"""``stacktok pack``: the command line over :func:`stacktok_export.pack.pack` and :func:`check_pack`.
+"""``stacktok pack INPUT... --out DIR``: the command line over :func:`stacktok_export.pack.pack`.
 
-Kept out of ``cli.py`` (one registration line there) and out of the ``pack`` package,
-which needs numpy: nothing heavy is imported until the command runs.
+Encodes a corpus into verified uint16 shards (resumable), or with ``--check DIR``
+(``check_pack``) re-hashes every shard and re-encodes a sample. The ``pack`` package needs
+numpy, so nothing of it is imported until the command runs (``stacktok --help`` stays fast;
+a missing numpy is a usage error naming the extra to install). Exit 1 when the fast encoder
+differed from the reference.
 
-Out of scope: the logic (``pipeline``, ``reader``).
+Out of scope: the logic (``stacktok_export.pack``: ``pipeline``, ``reader``).
 """
 
 from __future__ import annotations
@@ -11,15 +14,19 @@ from __future__ import annotations
 import argparse
 import sys
 
+from conformance.core.errors import UsageError
+from stacktok_cli.args import ARTIFACT_HELP, add_corpus_arguments, corpus_options, input_paths
+from stacktok_cli.sigterm import sigterm_as_exit
+from stacktok_export.corpus import CorpusError
 
-def add_pack(sub: argparse._SubParsersAction) -> None:
-    k = sub.add_parser("pack", help="encode a corpus into verified uint16 shards (resumable)")
+HELP = "encode a corpus into verified uint16 shards (resumable)"
+
+
+def add_arguments(k: argparse.ArgumentParser) -> None:
     k.add_argument("inputs", nargs="*", help="text / .jsonl / .parquet files or globs (.gz read too)")
     k.add_argument("--out", default=None, help="pack directory to write (or, with --check, to check)")
-    k.add_argument("--artifact", default=None, help="artifact JSON (default: the shipped artifact)")
-    from .cli import _add_corpus_arguments
-
-    _add_corpus_arguments(k)
+    k.add_argument("--artifact", default=None, help=ARTIFACT_HELP)
+    add_corpus_arguments(k)
     k.add_argument(
         "--shard-tokens",
         type=int,
@@ -47,15 +54,11 @@ def add_pack(sub: argparse._SubParsersAction) -> None:
         help="stacktok pack --check DIR: re-hash every shard, re-encode a sample",
     )
     k.add_argument("--quiet", action="store_true", help="no progress bar")
-    k.set_defaults(func=cmd_pack)
 
 
-def cmd_pack(args: argparse.Namespace) -> int:
-    from .cli import UsageError, _corpus_options, _inputs, _sigterm_as_exit
-    from .corpus import CorpusError
-
+def main(args: argparse.Namespace) -> int:
     try:
-        from .pack import EngineError, PackError, PackMismatch, PackOptions, check_pack, pack
+        from stacktok_export.pack import EngineError, PackError, PackMismatch, PackOptions, check_pack, pack
     except ImportError as exc:
         raise UsageError(f"stacktok pack needs {exc.name}: pip install 'stacktok[pack]'") from None
 
@@ -70,7 +73,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
         if not args.out:
             raise UsageError("--out DIR is required: the directory to write the shards into")
         options = PackOptions(
-            corpus=_corpus_options(args),
+            corpus=corpus_options(args),
             shard_tokens=args.shard_tokens,
             fmt=args.format,
             keep_empty=args.keep_empty,
@@ -81,8 +84,8 @@ def cmd_pack(args: argparse.Namespace) -> int:
             address=args.address,
             quiet=args.quiet,
         )
-        with _sigterm_as_exit():
-            manifest = pack(_inputs(args.inputs), args.out, options=options)
+        with sigterm_as_exit():
+            manifest = pack(input_paths(args.inputs), args.out, options=options)
     except (PackError, CorpusError) as exc:
         raise UsageError(str(exc)) from None
     except (PackMismatch, EngineError) as exc:
@@ -99,8 +102,6 @@ def cmd_pack(args: argparse.Namespace) -> int:
 
 
 def _rate(text: str) -> float:
-    from .cli import UsageError
-
     if text == "all":
         return 1.0
     try:

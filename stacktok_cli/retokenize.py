@@ -1,7 +1,8 @@
 """``stacktok retokenize MODEL.gguf --out OUT.gguf``: put the frozen tokenizer into a model GGUF.
 
-A thin wrapper over :func:`stacktok_export.export.gguf_model.retokenize` (kept out of
-``cli.py`` so that module's command list stays one registration line per command).
+A thin wrapper over :func:`stacktok_export.export.gguf_model.retokenize` (issue 15): every
+``tokenizer.*`` key comes from the artifact, the tensors are copied unchanged, the output is
+written atomically and is never the input.
 
 Out of scope: the logic (``gguf_model``) and converting weights (README "Shipping a GGUF").
 """
@@ -10,21 +11,23 @@ from __future__ import annotations
 
 import argparse
 
+from conformance.core.errors import UsageError
+from stacktok_cli.args import ARTIFACT_HELP
+from stacktok_export.bpe import load_tokenizer
 
-def add_retokenize(sub: argparse._SubParsersAction) -> None:
-    text = "copy a model GGUF with every tokenizer.* key from the artifact (tensors unchanged)"
-    r = sub.add_parser("retokenize", help=text, description=text)
+HELP = "copy a model GGUF with every tokenizer.* key from the artifact (tensors unchanged)"
+
+
+def add_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("model", help="a model GGUF with weights (from any converter); required")
     r.add_argument("--out", required=True, help="the GGUF to write (atomically); required, not the input")
-    r.add_argument("--artifact", default=None, help="artifact JSON (default: the shipped artifact)")
-    r.set_defaults(func=cmd_retokenize)
+    r.add_argument("--artifact", default=None, help=ARTIFACT_HELP)
 
 
-def cmd_retokenize(args: argparse.Namespace) -> int:
-    from .cli import UsageError, _load
-    from .export.gguf_model import ModelGGUFError, retokenize
+def main(args: argparse.Namespace) -> int:
+    from stacktok_export.export.gguf_model import ModelGGUFError, retokenize
 
-    tok = _load(args.artifact)
+    tok = load_tokenizer(args.artifact)
     try:
         done = retokenize(args.model, args.out, tok)
     except (ModelGGUFError, ImportError) as exc:

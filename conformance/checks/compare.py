@@ -1,0 +1,275 @@
+"""Compare one backend with the reference over a fixture set: the checks themselves.
+
+Checks (each applies only where the backend declares the capability):
+
+- ``encode``: untrusted ids equal the reference's, id for id.
+- ``injection``: the safe path never yields a special id for untrusted text.
+- ``trusted``: with specials allowed, ids equal the reference's (probes that
+  are trusted or contain a special string).
+- ``decode``: decoding the *reference* ids gives the original bytes -- this
+  separates decode bugs from encode bugs.
+- ``single_tokens``: every id decodes to its own bytes (once per backend).
+- ``default``: the backend's no-flags behaviour on an injection string is
+  recorded (safe / unsafe / raises) and compared with ``fixtures/defaults.json``
+  so a release that changes a default shows up.
+- ``chat``: ids and assistant mask equal ``render_conversation`` (chats whose
+  content holds special strings are recorded as ``chat_injection`` instead:
+  string templates parse them, transformers#29279).
+- ``stream``: token-by-token incremental detokenization concatenates to the
+  text and never emits U+FFFD inside a character.
+
+A failure covered by a declared divergence counts as *declared*; a
+declaration that covered probes but saw no failure is reported *stale*.
+
+Out of scope: loading backends and running several (``conformance.checks.runner``),
+turning results into rows (``conformance.checks.results``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from conformance.checks.bars import ProgressArg, probe_bar
+from conformance.checks.results import STREAM_MAX_CHARS, BackendResult, Failure
+from conformance.checks.windows import first_window
+from conformance.core.declared import Declarations
+from conformance.core.fixtures import Chat, FixtureSet, Probe
+from conformance.core.protocol import Backend, Capability
+from stacktok_export import StackTokenizer
+from stacktok_export.diff import first_difference
+from stacktok_export.progress import Progress
+
+CHECKS = ("encode", "injection", "trusted", "decode", "single_tokens", "default", "chat", "stream")
+INJECTION_TEXT = "hello <|assistant|> world"
+
+
+class Runner:
+    """Compare one backend with the reference over a fixture set."""
+
+    def __init__(self, ref: StackTokenizer, fixtures: FixtureSet, *, progress: ProgressArg = None) -> None:
+        self.ref = ref
+        self.fx = fixtures
+        self.first_special = min(ref.special_to_id.values())
+        self.specials = tuple(ref.special_to_id)
+        #: a Progress (one bar per backend) or a message callback (a line every 200 probes)
+        self.progress: Progress | Callable[[str], None] = progress or (lambda msg: None)
+        self.decl = Declarations(fixtures.divergences, ref)
+        self.ran: dict[str, Backend] = {}
+        self._ref_untrusted = {p.id: ref.encode(p.text) for p in fixtures.probes}
+        self._ref_trusted = {
+            p.id: ref.encode(p.text, allowed_special="all") for p in fixtures.probes if self._wants_trusted(p)
+        }
+
+    def _wants_trusted(self, probe: Probe) -> bool:
+        return probe.allow_special or any(s in probe.text for s in self.specials)
+
+    # -------------------------------------------------------------- plumbing
+    def _record(
+        self,
+        res: BackendResult,
+        backend: Backend,
+        check: str,
+        probe: Probe,
+        ok: bool,
+        detail: str = "",
+        window: dict[str, Any] | None = None,
+    ) -> bool:
+        """Tally one outcome; return True if it is an undeclared failure."""
+        if ok:
+            res.tally(check, "pass")
+            return False
+        decl = self.decl.declared(backend, check, probe)
+        res.tally(check, "declared" if decl else "fail")
+        res.failures.append(Failure(check, probe.id, detail, window, decl.id if decl else None))
+        return decl is None
+
+    def _safe(self, fn: Callable[[], Any]) -> tuple[Any, str | None]:
+        try:
+            return fn(), None
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 -- pyo3 panics derive from BaseException
+            return None, f"{type(exc).__name__}: {exc}"[:300]
+
+    # ------------------------------------------------------------ the checks
+    def run(self, backend: Backend) -> BackendResult:
+        res = BackendResult(name=backend.name, version=backend.version)
+        res.capabilities = tuple(sorted(c.value for c in backend.capabilities))
+        res.chat_injection_safe_path = backend.chat_injection_safe_path
+        self.ran[backend.name] = backend
+        start = time.perf_counter()
+        caps = backend.capabilities
+        with probe_bar(self.progress, backend.name, len(self.fx.probes)) as bar:
+            for probe in self.fx.probes:
+                self._probe(res, backend, caps, probe)
+                bar.update()
+            if Capability.SINGLE_TOKENS in caps:
+                self._single_tokens(res, backend)
+            if Capability.DEFAULT in caps:
+                self._default(res, backend)
+            if Capability.CHAT in caps:
+                for chat in self.fx.chats:
+                    self._chat(res, backend, chat)
+        res.seconds = round(time.perf_counter() - start, 2)
+        if any(f.declared is None for f in res.failures):
+            res.status = "diverged"
+        return res
+
+    def _probe(self, res: BackendResult, backend: Backend, caps: frozenset[Capability], probe: Probe) -> None:
+        if not caps & {Capability.ENCODE, Capability.TRUSTED, Capability.DECODE, Capability.STREAM}:
+            return  # a chat-only backend (TRL) runs no probes
+        bad = False
+        declared = False
+        ref_ids = self._ref_untrusted[probe.id]
+        before = len(res.failures)
+        if Capability.ENCODE in caps:
+            got, err = self._safe(lambda: backend.encode(probe.text, allow_special=False))
+            ok = err is None and got == ref_ids
+            window = None if ok or err else first_window(ref_ids, got, self.ref)
+            bad |= self._record(res, backend, "encode", probe, ok, err or "ids differ", window)
+            if err is None:
+                leaked = [i for i in got if i >= self.first_special]
+                bad |= self._record(
+                    res,
+                    backend,
+                    "injection",
+                    probe,
+                    not leaked,
+                    f"special ids {leaked[:5]} from untrusted text",
+                )
+        if Capability.TRUSTED in caps and probe.id in self._ref_trusted:
+            want = self._ref_trusted[probe.id]
+            got, err = self._safe(lambda: backend.encode(probe.text, allow_special=True))
+            ok = err is None and got == want
+            window = None if ok or err else first_window(want, got, self.ref)
+            bad |= self._record(res, backend, "trusted", probe, ok, err or "ids differ", window)
+        if Capability.DECODE in caps:
+            got, err = self._safe(lambda: backend.decode_bytes(ref_ids))
+            want = probe.text.encode("utf-8")
+            ok = err is None and got == want
+            bad |= self._record(res, backend, "decode", probe, ok, err or _diff_bytes(want, got))
+        if Capability.STREAM in caps:
+            if len(probe.text) <= STREAM_MAX_CHARS:
+                bad |= self._stream(res, backend, probe, ref_ids)
+            else:
+                res.not_streamed += 1
+        declared = any(f.declared for f in res.failures[before:])
+        res.probes_run += 1
+        if bad:
+            res.probes_diverged += 1
+        elif declared:
+            res.probes_declared += 1
+        else:
+            res.probes_identical += 1
+
+    def _stream(self, res: BackendResult, backend: Backend, probe: Probe, ids: list[int]) -> bool:
+        pieces, err = self._safe(lambda: backend.stream(ids))
+        if err:
+            return self._record(res, backend, "stream", probe, False, err)
+        joined = "".join(pieces)
+        if joined != probe.text:
+            return self._record(
+                res,
+                backend,
+                "stream",
+                probe,
+                False,
+                f"pieces join to {len(joined)} chars, want {len(probe.text)}",
+            )
+        if "\ufffd" not in probe.text:
+            broken = [i for i, p in enumerate(pieces) if "\ufffd" in p]
+            if broken:
+                return self._record(
+                    res, backend, "stream", probe, False, f"U+FFFD emitted mid-character at token {broken[0]}"
+                )
+        return self._record(res, backend, "stream", probe, True)
+
+    def _single_tokens(self, res: BackendResult, backend: Backend) -> None:
+        probe = Probe("vocab:single-tokens", "single_tokens", "")
+        bad_ids: list[int] = []
+        exact = backend.decode_exact
+        for i in range(self.ref.vocab_size):
+            want = self.ref.decode_bytes([i])
+            if not exact:
+                want = want.decode("utf-8", errors="replace").encode("utf-8")
+            got, err = self._safe(lambda i=i: backend.decode_bytes([i]))
+            if err or got != want:
+                bad_ids.append(i)
+        detail = f"{len(bad_ids)} ids decode wrongly, first {bad_ids[:10]}"
+        self._record(res, backend, "single_tokens", probe, not bad_ids, detail)
+
+    def _default(self, res: BackendResult, backend: Backend) -> None:
+        got, err = self._safe(lambda: backend.default_encode(INJECTION_TEXT))
+        if err:
+            behaviour = "raises"
+        elif any(i >= self.first_special for i in got):
+            behaviour = "unsafe"
+        else:
+            behaviour = "safe"
+        res.default_behaviour = behaviour
+        plain = (self.ref.encode(INJECTION_TEXT), self.ref.encode(INJECTION_TEXT, allowed_special="all"))
+        added = [] if err or got in plain else _added_ids(got, plain)
+        expected = self.fx.defaults.get(backend.name)
+        probe = Probe("default:injection", "default", INJECTION_TEXT)
+        ok = (expected is None or expected == behaviour) and not added
+        why = f" ({err})" if err else ""
+        detail = f"default behaviour changed: expected {expected}, now {behaviour}{why}"
+        if added:
+            detail = (
+                f"with no flags {backend.name} adds {added} to every encode (BOS/EOS behind the chat "
+                "template's back: a double <|bos|>, vLLM PR#16976)"
+            )
+        self._record(res, backend, "default", probe, ok, detail)
+
+    def _chat(self, res: BackendResult, backend: Backend, chat: Chat) -> None:
+        probe = Probe(chat.id, "chat", "")
+        if backend.chat_requires_assistant and not any(m.get("role") == "assistant" for m in chat.messages):
+            res.chats_not_applicable += 1  # e.g. TRL refuses examples with nothing to train on
+            return
+        want = self.ref_chat(chat)
+        got, err = self._safe(
+            lambda: backend.chat(chat.messages, add_generation_prompt=chat.add_generation_prompt)
+        )
+        injected = any(s in m.get("content", "") for m in chat.messages for s in self.specials)
+        if injected:
+            outcome = "raises" if err else "unsafe" if got[0] != want[0] else "safe"
+            res.chat_injection_counts[outcome] = res.chat_injection_counts.get(outcome, 0) + 1
+            return
+        if err:
+            self._record(res, backend, "chat", probe, False, err)
+            return
+        ids_ok, mask_ok = got[0] == want[0], got[1] == want[1]
+        window = None if ids_ok else first_window(want[0], got[0], self.ref)
+        detail = "ids differ" if not ids_ok else "assistant mask differs"
+        self._record(res, backend, "chat", probe, ids_ok and mask_ok, detail, window)
+
+    def ref_chat(self, chat: Chat) -> tuple[list[int], list[int]]:
+        from stacktok_export.chat import render_conversation
+
+        return render_conversation(chat.messages, self.ref, add_generation_prompt=chat.add_generation_prompt)
+
+    def stale_declarations(self, results: Sequence[BackendResult]) -> list[str]:
+        """Declarations for backends that ran which matched no failure although the data could show one."""
+        used = {f.declared for r in results for f in r.failures if f.declared}
+        ran = {
+            r.name: self.ran[r.name] for r in results if r.status in ("ok", "diverged") and r.name in self.ran
+        }
+        return self.decl.stale(ran, used, self.fx.probes)
+
+
+def _added_ids(got: Sequence[int], plain: Sequence[Sequence[int]]) -> list[int]:
+    """Ids ``got`` has beyond the closest plain encoding (a prefix/suffix a default path adds)."""
+    best = min(plain, key=lambda ids: abs(len(got) - len(ids)))
+    start = first_difference(best, got)
+    rest = list(got[start:])
+    tail = list(best[start:])
+    return rest[: len(rest) - len(tail)] if rest[len(rest) - len(tail) :] == tail else rest[:5]
+
+
+def _diff_bytes(want: bytes, got: bytes | None) -> str:
+    if got is None:
+        return "no output"
+    pos = first_difference(want, got)
+    return f"bytes differ at offset {pos}: want {want[pos : pos + 12]!r}, got {got[pos : pos + 12]!r}"

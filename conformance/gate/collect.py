@@ -1,0 +1,66 @@
+"""The gate's rows, in report order: static checks, the vocabulary surface, the backends, served.
+
+:func:`collect_rows` runs the static checks (``conformance.static``), the surface id by id
+(``conformance.static.surface``), every selected backend over the probes and chats
+(``conformance.checks.runner``) with the static warnings judged by behaviour
+(``conformance.gate.behaviour``), and -- only with ``--serve-vllm`` -- the served path.
+:func:`required_not_run` names the ``--require``d backends that did not run.
+
+Out of scope: checking inputs (``conformance.gate.plan``), the verdict
+(``conformance.core.rows.exit_code``), rendering (``conformance.report``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from conformance.checks.runner import BackendResult, result_rows, run_suite
+from conformance.core.rows import Row, skip
+from conformance.gate.behaviour import behaviour_proof
+from conformance.gate.plan import Plan
+from conformance.static import run_static
+from conformance.static.surface import surface_rows
+
+Say = Callable[[str], None]
+
+
+def served_rows(plan: Plan, *, say: Say) -> list[Row]:
+    """Opt-in: start vLLM's OpenAI server on 127.0.0.1 over DIR's tokenizer (conformance.served)."""
+    if plan.exports.hf_dir is None:
+        return [skip("served", "no tokenizer.json to serve", backend="vllm-server")]
+    from conformance.served import check_served
+
+    say("served path: tiny random-weight Llama + vLLM OpenAI server on 127.0.0.1")
+    fx = plan.fixtures
+    return check_served(
+        plan.exports.hf_dir, plan.ref, fx.probes, fx.chats, progress=say, divergences=fx.divergences
+    )
+
+
+def collect_rows(
+    plan: Plan, *, backends: Sequence[str], workers: int, serve_vllm: bool, say: Say
+) -> tuple[list[Row], list[BackendResult]]:
+    """Every row of a gate run, and the backends' results (for their versions and timings)."""
+    say("static checks")
+    rows = run_static(plan.exports, plan.ref)
+    rows += surface_rows(plan.exports, plan.ref)
+    say(
+        f"conformance: {len(plan.fixtures.probes)} probes, {len(plan.fixtures.chats)} chats, "
+        f"backends {','.join(backends)}"
+    )
+    results, stale, _ = run_suite(plan.exports, plan.fixtures, backends, progress=say, workers=workers)
+    suite = result_rows(results, stale=stale)
+    rows = behaviour_proof(rows, suite) + suite
+    if serve_vllm:
+        rows += served_rows(plan, say=say)
+    return rows, results
+
+
+def required_not_run(rows: Sequence[Row], *, required: Sequence[str], served: bool = False) -> list[str]:
+    """The required backends whose ``conformance`` row is missing or skipped (``vllm-server`` too
+    when the served path was asked for and did not run): each makes the exit code 2."""
+    absent = {r.backend for r in rows if r.check == "conformance" and r.status in ("missing", "skip")}
+    out = [name for name in required if name in absent]
+    if served and any(r.check == "served" and r.status in ("missing", "skip") for r in rows):
+        out.append("vllm-server")  # --serve-vllm asks for it explicitly
+    return out

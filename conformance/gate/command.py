@@ -1,0 +1,138 @@
+"""``stacktok gate DIR``: the arguments, one run from plan to reports, and the exit code.
+
+:func:`run_gate` checks every input (``conformance.gate.plan``), collects the rows
+(``conformance.gate.collect``), decides the exit code with the one rule
+(``conformance.core.rows.exit_code``), prints the table and the verdict line
+(``conformance.report.text``) and writes the ``--json`` / ``--junit`` / ``--markdown`` /
+``--html`` reports (``conformance.report``). :func:`main` turns a usage error or malformed
+input into one line and exit 2; an internal error reaches the ``stacktok`` entry point (exit 3).
+
+Out of scope: the checks themselves (``conformance.static``, ``conformance.checks``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from stacktok_export._atomic import write_text_atomic
+from stacktok_export.progress import Progress
+
+from conformance.backends import REGISTRY, backend_list
+from conformance.checks.runner import BackendResult
+from conformance.core.errors import input_errors
+from conformance.core.rows import EXIT_USAGE, Row, exit_code, verdict_line
+from conformance.gate.collect import collect_rows, required_not_run
+from conformance.gate.plan import Plan, plan
+from conformance.report.html import to_html
+from conformance.report.json import to_json
+from conformance.report.junit import to_junit
+from conformance.report.markdown import to_markdown
+from conformance.report.text import render_table, render_verdict
+
+
+def gate_document(
+    args: argparse.Namespace, run: Plan, rows: Sequence[Row], results: Sequence[BackendResult], *, code: int
+) -> dict[str, Any]:
+    """The ``--json`` report: verdict, exit code, what was read (with hashes and seeds), every row."""
+    return {
+        "verdict": verdict_line(rows, code),
+        "exit_code": code,
+        "directory": str(args.dir),
+        "artifact": str(run.artifact),
+        "fingerprint": run.ref.fingerprint,
+        "versions": {r.name: r.version for r in results if r.version},
+        "fixtures": run.fixtures.hashes,
+        "generator_seeds": run.fixtures.generator_seeds(),
+        "checks": [r.to_json() for r in rows],
+    }
+
+
+def write_reports(args: argparse.Namespace, doc: dict[str, Any], rows: Sequence[Row], seconds: float) -> None:
+    if args.json:
+        write_text_atomic(args.json, to_json(doc))
+    if args.junit:
+        write_text_atomic(args.junit, to_junit(rows, seconds=seconds))
+    if args.markdown:
+        write_text_atomic(args.markdown, to_markdown(rows, verdict=doc["verdict"], versions=doc["versions"]))
+    if args.html:
+        page = to_html(rows, verdict=doc["verdict"], versions=doc["versions"], directory=doc["directory"])
+        write_text_atomic(args.html, page)
+
+
+def run_gate(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    run = plan(args)
+    # one reporter: a live bar per running backend on a terminal, plain lines otherwise, or nothing
+    with Progress(quiet=args.quiet) as say:
+        rows, results = collect_rows(
+            run, backends=args.backends, workers=args.workers, serve_vllm=args.serve_vllm, say=say
+        )
+    missing_required = required_not_run(rows, required=args.require, served=args.serve_vllm)
+    code = exit_code(rows, required_missing=missing_required)
+    doc = gate_document(args, run, rows, results, code=code)
+    seconds = time.perf_counter() - start
+    print(render_table(rows))
+    timing = ", ".join(f"{r.name} {r.seconds:.1f}s" for r in results if r.status in ("ok", "diverged"))
+    print("\n" + render_verdict(doc["verdict"], seconds=seconds, timings=timing))
+    for name in missing_required:
+        print(f"stacktok gate: error: required backend {name} did not run", file=sys.stderr)
+    write_reports(args, doc, rows, seconds)
+    return code
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path, help="the checkpoint or tokenizer directory to check")
+    p.add_argument("--artifact", type=Path, default=None, help="frozen artifact (default: the shipped one)")
+    p.add_argument("--probes", type=Path, action="append", default=[], help="extra probe JSONL (repeatable)")
+    p.add_argument(
+        "--text", type=Path, action="append", default=[], help="extra UTF-8 text file (repeatable)"
+    )
+    p.add_argument("--chats", type=Path, action="append", default=[], help="extra chats JSONL (repeatable)")
+    p.add_argument(
+        "--backends",
+        type=backend_list,
+        default=list(REGISTRY),
+        help=f"comma list of backends to run (default: all: {','.join(REGISTRY)})",
+    )
+    p.add_argument(
+        "--require",
+        type=backend_list,
+        default=[],
+        help="backends that must run: absent or without their export file -> exit 2 (default: none)",
+    )
+    p.add_argument("--json", type=Path, default=None, help="write the JSON report here (default: none)")
+    p.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report here (default: none)")
+    p.add_argument("--markdown", type=Path, default=None, help="write a Markdown report here (default: none)")
+    p.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        help="write a self-contained HTML report (backend x check grid) here (default: none)",
+    )
+    p.add_argument(
+        "--only-user-data",
+        action="store_true",
+        help="skip the shipped probes and chats; run only --probes/--text/--chats",
+    )
+    p.add_argument(
+        "--serve-vllm",
+        action="store_true",
+        help="also start vLLM's OpenAI server on 127.0.0.1 and check /tokenize, /detokenize, eos "
+        "(needs a CPU or GPU vLLM; see conformance/INSTALL-served.md)",
+    )
+    p.add_argument("--workers", type=int, default=2, help="backends run in parallel (default 2)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Entry for ``stacktok gate``; usage errors and malformed input exit 2 with one line."""
+    try:
+        return run_gate(args)
+    except input_errors() as exc:
+        print(f"stacktok gate: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE

@@ -1,0 +1,78 @@
+"""What the gate will read, checked before anything runs (every problem here is exit 2, one line).
+
+In this order: the backend selection (``--backends`` not empty, ``--require`` within it),
+``--workers``, DIR is a directory, every report path (outside DIR, not a directory, its
+parent exists), the artifact, DIR's layout (at least one export to check), every file the
+gate reads (``conformance.validate``) and every user file (``--probes/--text/--chats``,
+``conformance.core.fixtures``).
+
+Out of scope: running anything (``conformance.gate.collect``), the command line
+(``conformance.gate.command``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from stacktok_export import StackTokenizer
+from stacktok_export.bpe import shipped_artifact_path
+
+from conformance.backends import check_selection
+from conformance.core.errors import UsageError
+from conformance.core.fixtures import FixtureSet
+from conformance.core.layout import Exports, refuse_outputs_inside, require_any_export
+from conformance.validate import validate_directory
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a gate run reads: the reference, DIR's exports, the probes and chats."""
+
+    artifact: Path
+    ref: StackTokenizer
+    exports: Exports
+    fixtures: FixtureSet
+
+
+def outputs(args: argparse.Namespace) -> dict[str, Path | None]:
+    """The report flags and the paths they name (``None``: not asked for)."""
+    return {"--json": args.json, "--junit": args.junit, "--markdown": args.markdown, "--html": args.html}
+
+
+def check_outputs(directory: Path, paths: dict[str, Path | None]) -> None:
+    """Each report path, in flag order: outside DIR, not a directory, its directory exists."""
+    for flag, p in paths.items():
+        if p is None:
+            continue
+        refuse_outputs_inside(directory, {flag: p}, tool="gate")
+        full = p.resolve()
+        if full.is_dir():
+            raise UsageError(f"{flag} {p} is a directory; give a file path such as {p / 'gate-report'}")
+        if not full.parent.is_dir():
+            raise UsageError(f"{flag} {p}: directory {full.parent} does not exist; create it first")
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """Everything the gate will read, checked before anything runs (errors -> exit 2)."""
+    problem = check_selection(args.backends, args.require)
+    if problem:
+        raise UsageError(problem)
+    if args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    directory: Path = args.dir
+    if not directory.is_dir():
+        raise UsageError(f"{directory} is not a directory; pass the checkpoint or tokenizer directory")
+    check_outputs(directory, outputs(args))
+    artifact = args.artifact or shipped_artifact_path()
+    ref = StackTokenizer.load(artifact)
+    exports = Exports.discover(directory, artifact=artifact)
+    require_any_export(exports, directory, verb="check")
+    validate_directory(exports, directory=directory)
+    fixtures = FixtureSet.load(
+        probes=args.probes, chats=args.chats, texts=args.text, shipped=not args.only_user_data
+    )
+    if not fixtures.probes and not fixtures.chats:
+        raise UsageError("no probes to run: drop --only-user-data or pass --probes/--text/--chats")
+    return Plan(artifact=artifact, ref=ref, exports=exports, fixtures=fixtures)

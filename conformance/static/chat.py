@@ -1,0 +1,143 @@
+"""The chat template: present, the same in every file that carries it, safe in transformers'
+sandbox, rendering the trained format, and marking assistant turns for assistant-only loss.
+
+Two templates with different text that render the sample chats identically *warn*; chat
+templates that reach for Python internals fail; templates without ``{% generation %}`` fail
+(TRL PR#4201). The GGUF's ``tokenizer.chat_template`` is compared with the Hugging Face one.
+
+Out of scope: how each backend renders chats (``conformance.chat`` rows of the runner); the
+template's ids (the conformance checks tokenize what it renders).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stacktok_export.chat import render_text
+
+from conformance.core.rows import FILES, Row, row, skip
+from conformance.static.context import StaticContext, chat_template
+
+
+def check_chat_files(ctx: StaticContext) -> list[Row]:
+    if ctx.dir is None:
+        return [skip("chat", "no tokenizer directory")]
+    tcfg = ctx.obj("tokenizer_config.json")
+    inline, jinja = chat_template(tcfg, None)[0], ctx.files.get("chat_template.jinja")
+    if ctx.template is None:
+        return [
+            Row(
+                "chat.template_present",
+                FILES,
+                "warn",
+                "no chat template: a base model (instruct checkpoints need one)",
+                "export with `stacktok export` to ship the ChatML template",
+            )
+        ]
+    out = [Row("chat.template_present", FILES, "pass", f"from {ctx.template_source}")]
+    if inline is not None and jinja is not None:
+        out.append(
+            _same_template(
+                "chat.template_files_agree",
+                inline,
+                jinja,
+                "tokenizer_config.json chat_template and chat_template.jinja",
+                "make both the exported template (transformers uses the .jinja file, tools that read "
+                "tokenizer_config.json the other)",
+            )
+        )
+    else:
+        out.append(skip("chat.template_files_agree", f"one template only ({ctx.template_source})"))
+    out.append(_template_sandboxed(ctx.template))
+    out.append(
+        row(
+            "chat.generation_markers",
+            _has_generation(ctx.template),
+            "template has no {% generation %} markers: assistant-only loss trains on nothing (TRL PR#4201)",
+            "wrap assistant content and <|end|> in {% generation %}...{% endgeneration %}",
+        )
+    )
+    if ctx.gguf_ok():
+        out.append(
+            _same_template(
+                "gguf.chat_template",
+                ctx.gguf_value("tokenizer.chat_template"),
+                ctx.template,
+                f"the GGUF's tokenizer.chat_template and the HF one ({ctx.template_source})",
+                ctx.gguf_fix,
+            )
+        )
+    else:
+        out.append(skip("gguf.chat_template", ctx.no_gguf()))
+    return out
+
+
+SAMPLE_CHATS = (
+    ((("system", "Be brief."), ("user", "2+2?"), ("assistant", "4")), False),
+    ((("user", "weather?"), ("tool_call", '{"city": "Oslo"}'), ("tool_result", '{"c": -3}')), True),
+    ((("user", "  spaced\r\n  "),), True),
+)
+
+
+def _same_template(check: str, a: Any, b: Any, what: str, fix: str) -> Row:
+    """Identical text passes; different text that renders every sample chat identically warns."""
+    if a == b:
+        return Row(check, FILES, "pass", "ok")
+    if not isinstance(a, str) or not isinstance(b, str):
+        return Row(check, FILES, "fail", f"{what}: one of them is missing", fix)
+    from conformance.core.template import render_template
+
+    chats = [([{"role": r, "content": c} for r, c in chat], gen) for chat, gen in SAMPLE_CHATS]
+    try:
+        same = all(
+            render_template(a, msgs, add_generation_prompt=gen)
+            == render_template(b, msgs, add_generation_prompt=gen)
+            for msgs, gen in chats
+        )
+    except Exception:  # noqa: BLE001 -- a template that cannot render differs (see chat.template_sandboxed)
+        same = False
+    if same:
+        return Row(
+            check, FILES, "warn", f"{what} differ in text but render the sample chats identically", fix
+        )
+    return Row(check, FILES, "fail", f"{what} differ and render chats differently", fix)
+
+
+def _has_generation(template: str) -> bool:
+    return "{% generation %}" in template.replace("{%-", "{%").replace("-%}", "%}")
+
+
+SAMPLE_CHAT = (
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "2+2?"},
+    {"role": "assistant", "content": "4"},
+)
+
+
+def _template_sandboxed(template: str) -> Row:
+    """Render the template the way transformers does (immutable sandbox) on a plain conversation."""
+    from conformance.core.template import render_template
+
+    try:
+        text = render_template(template, list(SAMPLE_CHAT), add_generation_prompt=False)
+    except Exception as exc:  # noqa: BLE001 -- a template failing to render is the finding
+        kind = type(exc).__name__
+        why = "tries to reach Python internals" if kind == "SecurityError" else "fails to render"
+        return Row(
+            "chat.template_sandboxed",
+            FILES,
+            "fail",
+            f"the chat template {why} in transformers' sandbox ({kind}: {str(exc)[:160]})",
+            "use the exported chat template; a template must only render messages",
+        )
+    expect = render_text(list(SAMPLE_CHAT), add_generation_prompt=False)
+    if text == expect:
+        return Row("chat.template_sandboxed", FILES, "pass", "renders in the sandbox; plain chat as trained")
+    return Row(
+        "chat.template_sandboxed",
+        FILES,
+        "warn",
+        f"renders a plain system/user/assistant chat as {text[:120]!r}, not the trained format "
+        f"{expect[:80]!r}; conformance.chat decides per backend",
+        "use the exported chat template",
+    )

@@ -1,0 +1,110 @@
+"""``validate_directory``: read every file the gate uses once, check it, hand the parsed files on.
+
+The order is fixed (the first malformed file raises, so the order decides which one is named):
+``tokenizer.json``'s schema, the transformers/checkpoint JSON files
+(``conformance.validate.configs.JSON_CHECKS``), ``chat_template.jinja`` and
+``additional_chat_templates/*.jinja``, the ``.tiktoken``, the ``.gguf``, and last tokenizers
+loading ``tokenizer.json`` in a child process (the slowest step). Each file is read once; the
+result (:class:`~conformance.validate.files.Validated`) holds its bytes and parsed value, and a
+sentence for every check a missing library prevented.
+
+Out of scope: the per-file rules (one module per file kind); user probes, chats and texts
+(``conformance.core.fixtures`` validates those as it loads them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from conformance.core.layout import Exports
+from conformance.validate.configs import JSON_CHECKS
+from conformance.validate.files import ReadFile, Validated
+from conformance.validate.gguf_file import NOT_CHECKED as GGUF_NOT_CHECKED
+from conformance.validate.gguf_file import read_gguf_checked
+from conformance.validate.jsonfile import decode_utf8, parse_json, read_bytes
+from conformance.validate.template import NOT_COMPILED, jinja2_installed, validate_template
+from conformance.validate.tiktoken_file import parse_tiktoken
+from conformance.validate.tokenizer_json import check_tokenizer_json
+from conformance.validate.tokenizers_load import NOT_LOADED, load_with_tokenizers
+
+
+def validate_directory(exports: Exports, *, directory: Path | None = None, load: bool = True) -> Validated:
+    """Raise :class:`InputError` for the first malformed file the gate would read; else return
+    every file read, parsed (:class:`~conformance.validate.files.Validated`).
+
+    ``directory`` (default ``exports.hf_dir``) is where the HF/checkpoint files are looked for,
+    so a directory without ``tokenizer.json`` is still checked. ``load=False`` skips the child
+    process that loads ``tokenizer.json`` with tokenizers itself (the static schema checks
+    still run).
+    """
+    folder = Path(directory) if directory is not None else exports.hf_dir
+    hf = _read_hf_files(folder) if folder is not None else {}
+    tiktoken = _read(exports.tiktoken, parse_tiktoken) if exports.tiktoken is not None else None
+    gguf = None
+    not_checked: list[str] = []
+    if _has_templates(hf) and not jinja2_installed():
+        not_checked.append(NOT_COMPILED)
+    if exports.gguf is not None:
+        fields = read_gguf_checked(exports.gguf)
+        if fields is None:
+            not_checked.append(GGUF_NOT_CHECKED)
+        else:
+            gguf = ReadFile(Path(exports.gguf), None, fields)
+    loaded = False
+    tokenizer_json = hf.get("tokenizer.json")
+    if tokenizer_json is not None and load:
+        raw = tokenizer_json.raw or b""  # always the bytes for a file in the directory
+        loaded = load_with_tokenizers(tokenizer_json.path, text=raw.decode("utf-8"))
+        if not loaded:
+            not_checked.append(NOT_LOADED)
+    return Validated(
+        directory=folder,
+        hf=hf,
+        tiktoken=tiktoken,
+        gguf=gguf,
+        tokenizers_loaded=loaded,
+        not_checked=tuple(not_checked),
+    )
+
+
+def _read(path: Path, parse: Callable[[Path, bytes], Any]) -> ReadFile:
+    """Read ``path`` once and parse its bytes (the parser raises :class:`InputError`)."""
+    raw = read_bytes(path)
+    return ReadFile(Path(path), raw, parse(path, raw))
+
+
+def _check_json(check: Callable[[Path, Any], Any]) -> Callable[[Path, bytes], Any]:
+    def parse(path: Path, raw: bytes) -> Any:
+        value = parse_json(path, raw)
+        check(path, value)
+        return value
+
+    return parse
+
+
+def _jinja(path: Path, raw: bytes) -> str:
+    text = decode_utf8(path, raw)
+    validate_template(path, "template", text)
+    return text
+
+
+def _read_hf_files(folder: Path) -> dict[str, ReadFile]:
+    """The JSON and ``.jinja`` files present in ``folder``, in validation order."""
+    out: dict[str, ReadFile] = {}
+    checks = (("tokenizer.json", check_tokenizer_json), *JSON_CHECKS)
+    for name, check in checks:
+        if (folder / name).is_file():
+            out[name] = _read(folder / name, _check_json(check))
+    for jinja in [folder / "chat_template.jinja", *sorted(folder.glob("additional_chat_templates/*.jinja"))]:
+        if jinja.is_file():
+            out[jinja.relative_to(folder).as_posix()] = _read(jinja, _jinja)
+    return out
+
+
+def _has_templates(hf: dict[str, ReadFile]) -> bool:
+    """Whether any file read holds a chat template (what jinja2 would have compiled)."""
+    config = hf.get("tokenizer_config.json")
+    inline = config is not None and config.value.get("chat_template") is not None
+    return inline or "chat_template.json" in hf or any(name.endswith(".jinja") for name in hf)

@@ -1,0 +1,84 @@
+"""``*.gguf``: readable by ``gguf.GGUFReader``, tokenizer arrays of the right types and lengths.
+
+:func:`read_gguf_checked` reads the fields once, through the gate's one shared GGUF read
+(``conformance.core.layout.gguf_fields``, cached per file version, so the static checks and
+the surface reuse it), and checks ``tokenizer.ggml.tokens`` / ``token_type`` / ``merges``.
+Only when the reader fails are the first four bytes looked at, to tell "not a GGUF" (the
+magic) from "truncated or corrupt". Without ``gguf`` installed nothing is read: it returns
+None and ``validate_directory`` records that on its result.
+
+Out of scope: whether the vocabulary equals the artifact's (the gate's GGUF and surface checks).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from conformance.backends import dist_version
+from conformance.core.layout import gguf_fields
+from conformance.validate.common import fail, first_line, rethrow_interrupts
+
+NOT_CHECKED = "GGUF not checked: gguf is not installed; pip install 'stacktok[gguf]'"
+_INT_TYPES = frozenset({"UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "UINT64", "INT64"})
+
+
+def read_gguf_checked(path: Path) -> dict[str, tuple[Any, str]] | None:
+    """``{key: (value, type name)}`` of a well-formed GGUF; None when ``gguf`` is not installed."""
+    if importlib.util.find_spec("gguf") is None:
+        return None
+    fields = _read_fields(path)
+    _check_gguf_array(path, fields, "tokenizer.ggml.tokens", {"STRING"})
+    _check_gguf_array(path, fields, "tokenizer.ggml.token_type", _INT_TYPES)
+    _check_gguf_array(path, fields, "tokenizer.ggml.merges", {"STRING"})
+    tokens = fields.get("tokenizer.ggml.tokens")
+    types = fields.get("tokenizer.ggml.token_type")
+    if tokens is not None and types is not None and len(types[0]) != len(tokens[0]):
+        fail(
+            path,
+            "tokenizer.ggml.token_type",
+            f"has {len(types[0])} entries for {len(tokens[0])} tokens",
+            "give every token one type: rebuild the GGUF with `stacktok export`",
+        )
+    return fields
+
+
+def _read_fields(path: Path) -> dict[str, tuple[Any, str]]:
+    """The shared read, failing as input: a wrong magic first, else the reader's own complaint."""
+    try:
+        return gguf_fields(path)
+    except BaseException as exc:  # numpy/struct errors on truncated files
+        rethrow_interrupts(exc)
+        error = exc
+    head = _head(path)
+    if head != b"GGUF":
+        what = f"starts with {head!r}, not" if len(head) == 4 else f"is {len(head)} bytes long, without"
+        fail(path, "header", f"{what} the magic b'GGUF'", "this is not a GGUF file: re-export it")
+    fail(
+        path,
+        "file",
+        f"gguf {dist_version('gguf')} cannot read its {Path(path).stat().st_size} bytes "
+        f"({type(error).__name__}: {first_line(str(error))})",
+        "the file is truncated or corrupt: copy it again or rebuild it with `stacktok export`",
+    )
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4)
+    except OSError as exc:
+        fail(path, "file", f"cannot be read ({exc.strerror or exc})", "check that it exists and is readable")
+
+
+def _check_gguf_array(
+    path: Path, fields: dict[str, tuple[Any, str]], key: str, element_types: set[str] | frozenset[str]
+) -> None:
+    if key not in fields:
+        return
+    kind = fields[key][1]  # e.g. "ARRAY[STRING]"
+    if not (kind.startswith("ARRAY[") and kind[6:-1] in element_types):
+        want = "/".join(sorted(element_types)) if len(element_types) < 3 else "integer"
+        shown = "untyped" if kind == "?" else kind
+        fail(path, key, f"is {shown}, not an array of {want}", "rebuild the GGUF with `stacktok export`")
