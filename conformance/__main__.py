@@ -29,18 +29,18 @@ from typing import Any
 from stacktok_export._atomic import write_text_atomic
 from stacktok_export.artifact import EXPORT_DIR, default_artifact_path, project_root
 
-from conformance.backends import REGISTRY, backend_list, check_selection
+from conformance.backends import REGISTRY, backend_list, check_selection, unavailable_backends
+from conformance.checks.causes import explain
 from conformance.checks.runner import BackendResult, result_rows, run_suite
 from conformance.core.environment import environment_versions
 from conformance.core.errors import UsageError
 from conformance.core.fixtures import FixtureSet
 from conformance.core.layout import Exports, require_any_export
-from conformance.core.rows import exit_code, verdict_line
-from conformance.gate.collect import required_not_run
+from conformance.core.rows import excluded_by_name, exit_code, required_not_run, verdict_line
 from conformance.report.entry import run_main
 from conformance.report.json import results_document, to_json
 from conformance.report.matrix import matrix_row
-from conformance.report.text import render_table, render_verdict, render_windows
+from conformance.report.text import render_table, render_verdict
 from conformance.validate import validate_directory
 
 PROG = "conformance"
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--artifact", type=Path, default=default_artifact_path())
     p.add_argument("--backends", type=backend_list, default=list(REGISTRY))
     p.add_argument("--require", type=backend_list, default=[])
+    p.add_argument("--skip", type=backend_list, default=[])
     p.add_argument("--probes", type=Path, action="append", default=[])
     p.add_argument("--chats", type=Path, action="append", default=[])
     p.add_argument("--text", type=Path, action="append", default=[])
@@ -72,20 +73,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     progress = None if args.quiet else (lambda msg: print(f"  .. {msg}", file=sys.stderr, flush=True))
-    problem = check_selection(args.backends, args.require)
+    backends = [b for b in args.backends if b not in args.skip]
+    problem = check_selection(backends, args.require, skipped=args.skip)
     if problem:
         raise UsageError(problem)
     exports = Exports.discover(args.dir, artifact=args.artifact)
     require_any_export(exports, args.dir, verb="check")
     validate_directory(exports, directory=args.dir)
     fixtures = FixtureSet.load(probes=args.probes, chats=args.chats, texts=args.text)
-    results, stale, _ = run_suite(exports, fixtures, args.backends, progress=progress)
-    rows = result_rows(results, stale=stale)
+    unavailable_backends(backends, exports, required=args.require)  # a required one: INCOMPLETE now
+    results, stale, _ = run_suite(exports, fixtures, backends, progress=progress)
+    versions = {r.name: r.version for r in results if r.version}
+    rows = explain(result_rows(results, stale=stale), versions=versions)
+    rows = excluded_by_name(rows, [b for b in REGISTRY if b not in backends])
     required_missing = required_not_run(rows, required=args.require)
     code = exit_code(rows, required_missing=required_missing)
     verdict = verdict_line(rows, code)
-    windows = render_windows(rows)
-    print(render_table(rows) + (f"\n\n{windows}" if windows else ""))
+    print(render_table(rows))
     for name in required_missing:
         print(f"{PROG}: error: required backend {name} did not run", file=sys.stderr)
     if args.json:

@@ -14,7 +14,8 @@ Exit codes, for every command: 0 success / conforms; 1 a check failed (the
 verdict); 2 usage error or malformed input, with a one-line reason naming the
 file and field; 3 an internal error of stacktok itself -- one line, the full
 trace only with ``--debug`` -- so a bug can never be mistaken for a verdict;
-130 interrupted.
+4 INCOMPLETE: nothing failed, but a backend that reads a file in the directory did not run
+and was not excluded by name (``--skip``), or a ``--require``d one cannot run; 130 interrupted.
 
 Out of scope: the logic of any command (each is a thin wrapper).
 """

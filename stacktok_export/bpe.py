@@ -19,6 +19,12 @@ distinct new pre-token is merged once (short ones together in numpy,
 ``bpe_batch.py``; long ones in ``str.replace`` passes, then a heap) and cached.
 ``benchmarks/bench_encode.py`` profiles where the time goes.
 
+Why this one module runs past 500 lines (the house limit): it is one class, ``StackTokenizer``,
+banner-split like tiktoken's ``core.py`` (encoding / decoding / the fast paths / private), and
+its fast paths share the caches and tables of one instance; split across files they would
+reach into each other's private state. The pieces that stand alone already live elsewhere
+(``bpe_batch.py``, ``pretokenize.py``, ``artifact.py``, ``textbook.py``).
+
 Out of scope: normalization (none is applied), BPE dropout, and streaming
 decode -- ``decode_bytes`` is exact; holding back partial UTF-8 is the
 caller's job.

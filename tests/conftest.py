@@ -1,4 +1,9 @@
-"""Shared fixtures: the shipped artifact, a small trained tokenizer, probe texts."""
+"""Shared fixtures: the shipped artifact, a small trained tokenizer; ``need`` and ``stdlib_text``.
+
+The shipped paths and probe texts live in :mod:`tests.helpers` (re-exported here for the tests
+that import them from ``conftest``). Out of scope: building checkpoints and running the gate
+(:mod:`tests.helpers`).
+"""
 
 from __future__ import annotations
 
@@ -9,18 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from stacktok_export import StackTokenizer, default_artifact_path, load_tokenizer
+from stacktok_export import StackTokenizer, load_tokenizer
 
-ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = default_artifact_path()  # the checkout's tokenizer/stack100m-32768.json, as `stacktok export` uses
-SHIPPED_HF = ROOT / "tokenizer" / "stack100m-32768-hf"
+from .helpers.data import GateData, gate_data
+from .helpers.paths import ROOT, SHIPPED, SHIPPED_HF
+from .helpers.strings import HARD_STRINGS, PROBE
 
-PROBE = (
-    "Tokenization is frozen for the life of the model.\n"
-    "café 🚀 — mixed ünïcode\tTAB\r\nCRLF\n"
-    "def f(x):\n    return x ** 2  # 1234567 and 2026\n"
-    "hello <|assistant|> world\n"
-)
+__all__ = [
+    "PROBE",
+    "ROOT",
+    "SHIPPED",
+    "SHIPPED_HF",
+    "need",
+    "stdlib_text",
+]  # the names tests import from here
 
 
 def need(module: str, how: str):
@@ -72,3 +79,10 @@ def small_tok() -> StackTokenizer:
         warnings.simplefilter("ignore")
         tok.train_from_iterable([stdlib_text(1_000_000)], vocab_size=2048, workers=1)
     return tok
+
+
+@pytest.fixture(scope="module")
+def gate_files(tmp_path_factory) -> GateData:
+    """The gate tests' user data: the hard strings (+ the known fault sites) and the shared chats."""
+    texts = HARD_STRINGS + ["x != y , z", " Việt", "don't DON'T"]
+    return gate_data(tmp_path_factory.mktemp("gate-data"), texts=texts)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from stacktok_export import StackTokenizer
 from stacktok_export.bpe import SPECIAL_TOKENS
 from stacktok_export.export.hf import hf_files
 
-from .conftest import SHIPPED_HF
+from .helpers import build_checkpoint, edit_json
 
 A, B, C = ord("a"), ord("b"), ord("c")
 
@@ -234,8 +233,7 @@ def test_tokenizer_dir_audits_both(tmp_path, small_tok) -> None:
 
 
 def test_tokenizer_dir_shipped_export(tmp_path) -> None:
-    d = tmp_path / "hf"
-    shutil.copytree(SHIPPED_HF, d)
+    d = build_checkpoint(tmp_path / "hf")
     code, report = run(tmp_path, str(d), "--backends", "none")
     assert code == 0
     assert finding(report, "duplicate_bytes", "tokenizer.json")["details"]["checked"] == 32768
@@ -243,10 +241,12 @@ def test_tokenizer_dir_shipped_export(tmp_path) -> None:
 
 def test_tokenizer_dir_merges_out_of_order(tmp_path, small_tok) -> None:
     d = hf_dir(tmp_path, small_tok)
-    doc = json.loads((d / "tokenizer.json").read_text())
-    merges = doc["model"]["merges"]
-    merges[0], merges[1] = merges[1], merges[0]
-    (d / "tokenizer.json").write_text(json.dumps(doc))
+
+    def swap_first_two(doc: dict) -> None:
+        merges = doc["model"]["merges"]
+        merges[0], merges[1] = merges[1], merges[0]
+
+    edit_json(d / "tokenizer.json", swap_first_two)
     code, report = run(tmp_path, str(d), "--backends", "none")
     assert code == 1
     assert statuses(report, "tokenizer.json")["merge_order"] == "fail"
@@ -256,11 +256,8 @@ def test_tokenizer_dir_merges_out_of_order(tmp_path, small_tok) -> None:
 def test_tokenizer_dir_unreachable_vocab_entry(tmp_path, small_tok) -> None:
     """A vocab entry with no merge producing it (the rten#453 shape) is unreachable."""
     d = hf_dir(tmp_path, small_tok)
-    doc = json.loads((d / "tokenizer.json").read_text())
-    vocab = doc["model"]["vocab"]
-    top = max(t["id"] for t in doc["added_tokens"])
-    vocab["zqzq"] = top + 1
-    (d / "tokenizer.json").write_text(json.dumps(doc))
+    top = max(t["id"] for t in json.loads((d / "tokenizer.json").read_text())["added_tokens"])
+    edit_json(d / "tokenizer.json", set={"model.vocab.zqzq": top + 1})
     code, report = run(tmp_path, str(d), "--backends", "none")
     assert code == 1
     bad = finding(report, "self_reachable", "tokenizer.json")["details"]["unreachable"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 from stacktok_export.export import check_exports, export_all, render_exports
 
 from .conftest import ROOT, SHIPPED
+from .helpers import build_checkpoint
 
 EXPORTED = [
     "stack100m-32768.tiktoken",
@@ -43,9 +43,7 @@ def test_export_writes_every_file(tmp_path: Path) -> None:
 
 @pytest.fixture()
 def copy(tmp_path: Path) -> Path:
-    out = tmp_path / "tokenizer"
-    shutil.copytree(ROOT / "tokenizer", out)
-    return out
+    return build_checkpoint(tmp_path / "tokenizer", source=ROOT / "tokenizer")
 
 
 def test_check_catches_a_hand_edit(copy: Path) -> None:

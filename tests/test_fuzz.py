@@ -15,12 +15,10 @@ most 8 characters and must really diverge when replayed on the library directly.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
 import random
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,14 +30,12 @@ from conformance.backends import load_backend
 from conformance.backends.llama_backend import LlamaCppTokenizer
 from conformance.core.declared import Declarations
 from conformance.core.fixtures import FixtureSet, load_probes
-from conformance.gate import add_arguments as gate_arguments
-from conformance.gate import main as gate_main
-from conformance.fuzz.generators import GENERATORS, GenContext
 from conformance.core.layout import Exports
+from conformance.fuzz.generators import GENERATORS, GenContext
 from stacktok_export import load_tokenizer
 from stacktok_export.export import gguf_fmt
 
-from .conftest import ROOT, SHIPPED, SHIPPED_HF
+from .helpers import ROOT, SHIPPED, SHIPPED_HF, build_checkpoint, json_edit, replace, run_gate
 
 MAX_MINIMAL = 8  # characters
 EXAMPLES = "4000"  # enough for every planted fault below (speed: benchmarks/bench_fuzz.py)
@@ -61,13 +57,7 @@ def run_fuzz(directory: Path, out: Path, *extra: str) -> tuple[int, list[dict], 
 
 def hf_copy(root: Path, edit: Callable[[dict], None]) -> Path:
     """A copy of the shipped HF directory (named ``*-hf``) with tokenizer.json edited."""
-    d = root / SHIPPED_HF.name
-    shutil.copytree(SHIPPED_HF, d)
-    path = d / "tokenizer.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    edit(data)
-    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    return d
+    return build_checkpoint(root / SHIPPED_HF.name, edits=[json_edit("tokenizer.json", edit)])
 
 
 def _merge_index(merges: list, merge: str) -> int:
@@ -169,8 +159,7 @@ def test_merge_moved_to_the_end_is_found_and_shrunk(tmp_path: Path) -> None:
 def test_gguf_with_another_pre_regex_is_found_and_shrunk(tmp_path: Path, monkeypatch) -> None:
     root = tmp_path / "gpt2"
     root.mkdir()
-    directory = root / SHIPPED_HF.name
-    shutil.copytree(SHIPPED_HF, directory)
+    directory = build_checkpoint(root / SHIPPED_HF.name)
     monkeypatch.setattr(gguf_fmt, "TOKENIZER_PRE", "gpt-2")
     gguf_path = root / "stack100m-32768.gguf"
     gguf_path.write_bytes(gguf_fmt.gguf_bytes(load_tokenizer(SHIPPED)))
@@ -255,24 +244,10 @@ def test_counterexamples_replay_through_the_gate(deleted_merge_dir: Path, tmp_pa
     out = tmp_path / "cx.jsonl"
     run_fuzz(deleted_merge_dir, out, "--backends", "tokenizers", "--examples", "1000")
     assert [p.category for p in load_probes(out)] and all(p.category == "fuzz" for p in load_probes(out))
-    p = argparse.ArgumentParser()
-    gate_arguments(p)
-    report = tmp_path / "gate.json"
-    args = p.parse_args(
-        [
-            str(deleted_merge_dir),
-            "--only-user-data",
-            "--probes",
-            str(out),
-            "--backends",
-            "tokenizers",
-            "--quiet",
-            "--json",
-            str(report),
-        ]
-    )
-    assert gate_main(args) == 1
-    rows = json.loads(report.read_text())["checks"]
+    only = ("--only-user-data", "--probes", str(out))
+    run = run_gate(deleted_merge_dir, *only, backends="tokenizers", report=tmp_path / "gate.json")
+    assert run.code == 1
+    rows = run.report["checks"]
     assert any(
         r["check"] == "conformance.encode" and r["backend"] == "tokenizers" and r["status"] == "fail"
         for r in rows
@@ -329,8 +304,7 @@ def test_new_code_point_divergence_is_declared(shipped_exports, ctx) -> None:
 def test_undeclared_divergence_cannot_hide_behind_a_declared_one(tmp_path: Path, monkeypatch, ctx) -> None:
     root = tmp_path / "gpt2"
     root.mkdir()
-    directory = root / SHIPPED_HF.name
-    shutil.copytree(SHIPPED_HF, directory)
+    directory = build_checkpoint(root / SHIPPED_HF.name)
     monkeypatch.setattr(gguf_fmt, "TOKENIZER_PRE", "gpt-2")
     (root / "stack100m-32768.gguf").write_bytes(gguf_fmt.gguf_bytes(load_tokenizer(SHIPPED)))
     oracle = oracle_for("llama.cpp", Exports.discover(directory, artifact=SHIPPED), ctx)
@@ -404,9 +378,7 @@ def test_export_a_backend_cannot_load_fails_with_the_reason(tmp_path: Path, monk
 
 
 def test_malformed_directory_is_exit_2_before_anything_runs(tmp_path: Path, capsys) -> None:
-    d = tmp_path / "bad-hf"
-    shutil.copytree(SHIPPED_HF, d)
-    (d / "tokenizer.json").write_text("{not json")
+    d = build_checkpoint(tmp_path / "bad-hf", edits=[replace("tokenizer.json", "{not json")])
     assert fuzz.cli([str(d), "--quiet", "--examples", "10"]) == 2
     err = capsys.readouterr().err
     assert "tokenizer.json" in err and "not valid JSON" in err and "Traceback" not in err

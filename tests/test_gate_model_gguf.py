@@ -14,8 +14,8 @@ import pytest
 from stacktok_export import StackTokenizer
 from stacktok_export.export.gguf_model import retokenize
 
-from .conftest import SHIPPED, need
-from .test_gate import data, failing, make_checkpoint, run_gate  # noqa: F401 -- data is a fixture
+from .conftest import need
+from .helpers import GGUF, SHIPPED, build_checkpoint, failing, remove, run_gate
 from .tiny_llama import write_tiny_llama
 
 BACKENDS = "reference,tokenizers,llama.cpp,llama.cpp-detokenize"
@@ -24,8 +24,7 @@ BACKENDS = "reference,tokenizers,llama.cpp,llama.cpp-detokenize"
 def checkpoint_with_model(dest: Path, build) -> Path:
     """A checkpoint whose .gguf is the model ``build(path)`` writes (the vocab-only one removed)."""
     need("gguf", "gguf")
-    ckpt = make_checkpoint(dest)
-    (ckpt / "stack100m-32768.gguf").unlink()
+    ckpt = build_checkpoint(dest, exports="inside", model_config=True, edits=[remove(GGUF)])
     build(ckpt / "model.gguf")
     return ckpt
 
@@ -40,9 +39,10 @@ def ours(rows: int):
 
 
 @pytest.mark.parametrize("rows", [32768, 32832])
-def test_model_gguf_with_our_tokenizer_passes(tmp_path, data, rows) -> None:  # noqa: F811
+def test_model_gguf_with_our_tokenizer_passes(tmp_path, gate_files, rows) -> None:
     ckpt = checkpoint_with_model(tmp_path / "ckpt", ours(rows))
-    code, report = run_gate(ckpt, data, "--require", "llama.cpp", backends=BACKENDS)
+    run = run_gate(ckpt, "--require", "llama.cpp", data=gate_files, backends=BACKENDS, report=True)
+    code, report = run.code, run.report
     assert code == 0, failing(report)
     by = {(c["check"], c["backend"]): c for c in report["checks"]}
     assert by[("gguf.embedding_rows", "files")]["status"] == "pass"
@@ -51,9 +51,10 @@ def test_model_gguf_with_our_tokenizer_passes(tmp_path, data, rows) -> None:  # 
     assert by[("conformance.encode", "llama.cpp")]["status"] == "pass"
 
 
-def test_model_gguf_with_foreign_tokenizer_fails_with_the_retokenize_fix(tmp_path, data) -> None:  # noqa: F811
+def test_model_gguf_with_foreign_tokenizer_fails_with_the_retokenize_fix(tmp_path, gate_files) -> None:
     ckpt = checkpoint_with_model(tmp_path / "ckpt", lambda p: write_tiny_llama(p))
-    code, report = run_gate(ckpt, data, backends=BACKENDS)
+    run = run_gate(ckpt, data=gate_files, backends=BACKENDS, report=True)
+    code, report = run.code, run.report
     assert code == 1
     bad = failing(report)
     want = {
@@ -62,18 +63,19 @@ def test_model_gguf_with_foreign_tokenizer_fails_with_the_retokenize_fix(tmp_pat
         "gguf.eog[llama.cpp]",
         "conformance.encode[llama.cpp]",
     }
-    assert want <= bad, bad
+    assert want <= set(bad), bad
     fixes = {c["check"]: c["fix"] for c in report["checks"] if c["backend"] == "files"}
     for check in ("surface.gguf_tokens", "gguf.merges", "gguf.special_ids"):
         assert "stacktok retokenize model.gguf --out NEW.gguf" in fixes[check]
 
 
-def test_model_gguf_whose_embeddings_miss_ids_fails(tmp_path, data) -> None:  # noqa: F811
+def test_model_gguf_whose_embeddings_miss_ids_fails(tmp_path, gate_files) -> None:
     tok = StackTokenizer.load(SHIPPED)
     ckpt = checkpoint_with_model(tmp_path / "ckpt", lambda p: write_tiny_llama(p, rows=32000, ours=tok))
-    code, report = run_gate(ckpt, data, backends=BACKENDS)
+    run = run_gate(ckpt, data=gate_files, backends=BACKENDS, report=True)
+    code, report = run.code, run.report
     assert code == 1
-    assert failing(report) == {"gguf.embedding_rows[files]"}
+    assert set(failing(report)) == {"gguf.embedding_rows[files]"}
     row = next(c for c in report["checks"] if c["check"] == "gguf.embedding_rows")
     assert "32,000 rows, fewer than the 32,768 token ids" in row["message"]
     assert "resize the model's embeddings to at least 32,768 rows" in row["fix"]

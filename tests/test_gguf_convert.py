@@ -27,7 +27,8 @@ from stacktok_export.export.gguf_fmt import read_gguf, read_gguf_fields
 from stacktok_export.export.gguf_model import retokenize
 from stacktok_export.llama_convert import CHKHSH, CHKTXT, PRE, chkhsh
 
-from .conftest import ROOT, SHIPPED, SHIPPED_HF, need
+from .conftest import SHIPPED, SHIPPED_HF, need
+from .helpers import run_gate
 from .test_gguf_model import (
     VOCAB_GGUF,
     assert_generation_stops_at_eos_and_end_only,
@@ -119,6 +120,5 @@ def test_retokenized_converter_output_passes_the_gate(
     retokenize(converted, ckpt / "model.gguf", StackTokenizer.load(SHIPPED))
     assert read_gguf(ckpt / "model.gguf")[1] == read_gguf(converted)[1]  # same tensors
     backends = "reference,tokenizers,llama.cpp,llama.cpp-detokenize"
-    cmd = [sys.executable, "-m", "stacktok_cli", "gate", str(ckpt), "--quiet", "--backends", backends]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
-    assert res.returncode == 0, res.stdout[-3000:]
+    res = run_gate(ckpt, backends=backends, process=True)
+    assert res.code == 0, res.stdout[-3000:]

@@ -7,35 +7,22 @@ as a user sees them.
 
 from __future__ import annotations
 
-import json
+import shutil
 import subprocess
 import sys
 
-from .conftest import SHIPPED_HF
+from .helpers import GGUF, ROOT, SHIPPED_HF, GateData, run_gate, write_jsonl
 
 LONG = "word " * 12_000  # > model_max_length (8192) tokens: transformers would warn
 
 
 def test_quiet_gate_prints_nothing_on_stderr(tmp_path) -> None:
-    probes = tmp_path / "p.jsonl"
-    probes.write_text(
-        "".join(json.dumps({"id": f"n-{i}", "text": t}) + "\n" for i, t in enumerate(["hi there", LONG]))
+    probes = write_jsonl(
+        tmp_path / "p.jsonl", [{"id": f"n-{i}", "text": t} for i, t in enumerate(["hi there", LONG])]
     )
-    cmd = [
-        sys.executable,
-        "-m",
-        "stacktok_cli",
-        "gate",
-        str(SHIPPED_HF),
-        "--only-user-data",
-        "--probes",
-        str(probes),
-        "--backends",
-        "reference,tokenizers,transformers-reload,llama.cpp",
-        "--quiet",
-    ]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    backends = "reference,tokenizers,transformers-reload,llama.cpp"
+    out = run_gate(SHIPPED_HF, data=GateData(probes, None, tmp_path), backends=backends, process=True)
+    assert out.code == 0, out.stdout[-2000:] + out.stderr
     assert out.stderr == "", out.stderr
     assert "verdict: PASS" in out.stdout
 
@@ -53,16 +40,10 @@ def test_quiet_fuzz_prints_nothing_on_stderr_and_progress_is_plain_lines() -> No
 
 
 def test_gguf_only_directory_names_no_file_it_does_not_have(tmp_path) -> None:
-    import shutil
-
-    from .conftest import ROOT
-
     d = tmp_path / "gguf-only"
     d.mkdir()
-    shutil.copy(ROOT / "tokenizer" / "stack100m-32768.gguf", d)
-    probes = tmp_path / "p.jsonl"
-    probes.write_text(json.dumps({"id": "a", "text": "hello"}) + "\n")
-    cmd = [sys.executable, "-m", "stacktok_cli", "gate", str(d), "--only-user-data", "--probes", str(probes)]
-    out = subprocess.run([*cmd, "--quiet"], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stdout[-1500:] + out.stderr
+    shutil.copy(ROOT / "tokenizer" / GGUF, d)
+    probes = write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "text": "hello"}])
+    out = run_gate(d, data=GateData(probes, None, tmp_path), process=True)
+    assert out.code == 0, out.stdout[-1500:] + out.stderr
     assert "tokenizer_config.json" not in out.stdout + out.stderr

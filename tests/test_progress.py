@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import re
 import threading
 import time
@@ -16,7 +15,8 @@ from stacktok_export import progress as progress_mod
 from stacktok_export.progress import Progress
 from stacktok_export.trainer import ProgressBar
 
-from .conftest import SHIPPED_HF, stdlib_text
+from .conftest import stdlib_text
+from .helpers import SHIPPED_HF, GateData, GateRun, run_gate, write_jsonl
 
 # every line the non-terminal gate may print on stderr, whole
 GATE_LINE = re.compile(
@@ -51,23 +51,21 @@ class FakeTTY(io.StringIO):
 
 
 @pytest.fixture()
-def probes(tmp_path: Path) -> Path:
-    p = tmp_path / "p.jsonl"
-    rows = [
-        {"id": i, "category": "u", "text": t} for i, t in zip("abc", ["hello", "wörld 👍", "a <|user|> b"])
-    ]
-    p.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return p
+def probes(tmp_path: Path) -> GateData:
+    texts = ["hello", "wörld 👍", "a <|user|> b"]
+    rows = [{"id": i, "category": "u", "text": t} for i, t in zip("abc", texts)]
+    return GateData(write_jsonl(tmp_path / "p.jsonl", rows), None, tmp_path)
 
 
-def gate(probes: Path, *extra: str) -> int:
-    argv = ["gate", str(SHIPPED_HF), "--only-user-data", "--probes", str(probes)]
-    return stacktok_cli.main([*argv, "--backends", "reference,tokenizers", *extra])
+def gate(probes: GateData, capsys: pytest.CaptureFixture[str], *extra: str) -> GateRun:
+    backends = "reference,tokenizers"
+    return run_gate(SHIPPED_HF, *extra, data=probes, backends=backends, quiet=False, capture=capsys)
 
 
 def test_gate_progress_off_a_terminal_is_a_few_whole_lines(probes, capsys) -> None:
-    assert gate(probes) == 0
-    err = capsys.readouterr().err
+    run = gate(probes, capsys)
+    assert run.code == 0
+    err = run.stderr
     assert "\r" not in err and "\x1b" not in err
     lines = err.splitlines()
     assert len(lines) <= 6, err
@@ -78,8 +76,9 @@ def test_gate_progress_off_a_terminal_is_a_few_whole_lines(probes, capsys) -> No
 
 def test_gate_plain_lines_follow_each_backend_whole_and_in_order(probes, capsys, monkeypatch) -> None:
     monkeypatch.setattr(progress_mod, "PLAIN_INTERVAL", 0.0)  # a line per probe from both threads
-    assert gate(probes, "--workers", "2") == 0
-    lines = capsys.readouterr().err.splitlines()
+    run = gate(probes, capsys, "--workers", "2")
+    assert run.code == 0
+    lines = run.stderr.splitlines()
     assert all(GATE_LINE.fullmatch(line) for line in lines), lines
     for name in ("reference", "tokenizers"):
         counts = [ln.split(": ", 1)[1].split("/")[0] for ln in lines if ln.startswith(f"  .. {name}: ")]
@@ -87,10 +86,10 @@ def test_gate_plain_lines_follow_each_backend_whole_and_in_order(probes, capsys,
 
 
 def test_gate_quiet_prints_nothing_on_stderr(probes, capsys) -> None:
-    assert gate(probes, "--quiet") == 0
-    out = capsys.readouterr()
-    assert out.err == ""
-    assert "verdict: PASS" in out.out
+    run = gate(probes, capsys, "--quiet")
+    assert run.code == 0
+    assert run.stderr == ""
+    assert "verdict: PASS" in run.stdout
 
 
 def test_terminal_mode_draws_stacked_bars_and_is_thread_safe() -> None:

@@ -31,7 +31,20 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, SHIPPED_HF, need
+from .conftest import need
+from .helpers import (
+    CHATS,
+    PROBES,
+    SHIPPED_HF,
+    TRUSTED,
+    GateData,
+    build_checkpoint,
+    edit_json,
+    failing,
+    gate_data,
+    resave,
+    run_gate,
+)
 
 pytestmark = pytest.mark.transformers  # runs under transformers 4.57.x and 5.x
 
@@ -48,67 +61,9 @@ EMPTY_TEMPLATE = {
     "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
     "special_tokens": {},
 }
-PROBES = [
-    "hello <|assistant|> world",
-    "<|bos|>hi<|end|>",
-    "x != y , z",
-    "don't DON'T",
-    " Việt Nam",
-    "def f(x):\n\treturn {'a': [1, 2, 3]}  # 1234567\r\n",
-    "café 🚀 👨\u200d👩\u200d👧 中文字符测试",
-    "   leading and trailing   ",
-    "",
-]
-#: trusted text (specials parsed): other models' special strings must stay bytes
-TRUSTED = ["<|bos|>hi<|end|>", "<unk>", "<s>hi</s>"]
-CHATS = [
-    {
-        "id": "r-sys",
-        "add_generation_prompt": False,
-        "messages": [
-            {"role": "system", "content": "Be brief."},
-            {"role": "user", "content": "2+2?"},
-            {"role": "assistant", "content": "4"},
-        ],
-    },
-    {
-        "id": "r-two-turns",
-        "add_generation_prompt": False,
-        "messages": [
-            {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": "hello there, x != y"},
-            {"role": "user", "content": "more"},
-            {"role": "assistant", "content": "ok 👍🏽 café"},
-        ],
-    },
-    {
-        "id": "r-tool",
-        "add_generation_prompt": True,
-        "messages": [
-            {"role": "user", "content": "weather?"},
-            {"role": "tool_call", "content": '{"city": "Oslo"}'},
-            {"role": "tool_result", "content": '{"c": -3}'},
-        ],
-    },
-]
-
-
-def gate(argv: list[str]) -> int:
-    """The one call into the gate: the real ``stacktok`` entry point, in-process."""
-    import stacktok_cli
-
-    return stacktok_cli.main(["gate", *argv])
 
 
 # ------------------------------------------------------------------ re-saves
-def resave(dest: Path) -> Path:
-    """What a user does: load the shipped directory, save it with the installed transformers."""
-    from transformers import AutoTokenizer
-
-    AutoTokenizer.from_pretrained(str(SHIPPED_HF)).save_pretrained(str(dest))
-    return dest
-
-
 def _dump(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
 
@@ -143,38 +98,13 @@ def saved_by(major: int, src: Path, dest: Path) -> Path:
 
 def checkpoint(hf: Path) -> Path:
     """A checkpoint around re-saved tokenizer files: GGUF, .tiktoken and model configs beside them."""
-    for suffix in (".gguf", ".tiktoken"):
-        shutil.copy(ROOT / "tokenizer" / f"stack100m-32768{suffix}", hf / f"stack100m-32768{suffix}")
-    _dump(
-        hf / "config.json",
-        {
-            "architectures": ["LlamaForCausalLM"],
-            "model_type": "llama",
-            "vocab_size": 32768,
-            "bos_token_id": 32759,
-            "eos_token_id": 32760,
-            "pad_token_id": 32761,
-        },
-    )
-    _dump(
-        hf / "generation_config.json",
-        {"bos_token_id": 32759, "eos_token_id": [32760, 32765], "pad_token_id": 32761},
-    )
-    return hf
+    return build_checkpoint(hf, source=None, exports="inside", model_config=True)
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory) -> dict[str, Path]:
+def data(tmp_path_factory) -> GateData:
     d = tmp_path_factory.mktemp("resave-data")
-    probes, chats = d / "probes.jsonl", d / "chats.jsonl"
-    rows = [{"id": f"r-{i}", "category": "resave", "text": t} for i, t in enumerate(PROBES)]
-    rows += [
-        {"id": f"rt-{i}", "category": "resave", "text": t, "allow_special": True}
-        for i, t in enumerate(TRUSTED)
-    ]
-    probes.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    chats.write_text("".join(json.dumps(c) + "\n" for c in CHATS))
-    return {"probes": probes, "chats": chats, "out": d}
+    return gate_data(d, texts=PROBES, trusted=TRUSTED, prefix="r-", category="resave")
 
 
 @pytest.fixture(scope="module")
@@ -182,17 +112,9 @@ def resaved(tmp_path_factory) -> Path:
     return resave(tmp_path_factory.mktemp("resave") / "hf")
 
 
-def run(directory: Path, data: dict[str, Path], name: str) -> tuple[int, dict]:
-    report = data["out"] / f"{name}.json"
-    argv = [str(directory), "--only-user-data", "--quiet", "--probes", str(data["probes"])]
-    argv += ["--chats", str(data["chats"]), "--backends", BACKENDS, "--json", str(report)]
-    code = gate(argv)
-    return code, json.loads(report.read_text())
-
-
-def failing(report: dict) -> dict[str, dict]:
-    """Rows that set exit 1 (``fail`` and ``error``), by ``check[backend]``."""
-    return {f"{c['check']}[{c['backend']}]": c for c in report["checks"] if c["status"] in ("fail", "error")}
+def run(directory: Path, data: GateData, name: str) -> tuple[int, dict]:
+    done = run_gate(directory, data=data, backends=BACKENDS, report=data.report(name))
+    return done.code, done.report
 
 
 def _json(path: Path) -> object:
@@ -313,9 +235,7 @@ def test_copying_the_exported_files_back_fixes_the_5x_resave(data, tmp_path) -> 
 def test_class_name_alone_does_not_make_the_5x_resave_load_in_4x(data, tmp_path) -> None:
     """4.57 also refuses list extra_special_tokens (AttributeError, reported as a protobuf ImportError)."""
     ckpt = checkpoint(saved_by(5, SHIPPED_HF, tmp_path / "ckpt"))
-    cfg = _json(ckpt / "tokenizer_config.json")
-    cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
-    _dump(ckpt / "tokenizer_config.json", cfg)
+    edit_json(ckpt / "tokenizer_config.json", set={"tokenizer_class": "PreTrainedTokenizerFast"})
     if MAJOR < 5:
         from transformers import AutoTokenizer
 
@@ -333,9 +253,11 @@ def test_5x_resave_without_tokenizer_class_is_not_passed(data, tmp_path) -> None
     embedding. 5.x behaves like the export. The gate must not pass this directory in either major.
     """
     ckpt = checkpoint(saved_by(5, SHIPPED_HF, tmp_path / "ckpt"))
-    cfg = _json(ckpt / "tokenizer_config.json")
-    del cfg["tokenizer_class"]
-    cfg["additional_special_tokens"] = cfg.pop("extra_special_tokens")
-    _dump(ckpt / "tokenizer_config.json", cfg)
+
+    def drop_class(cfg: dict) -> None:
+        del cfg["tokenizer_class"]
+        cfg["additional_special_tokens"] = cfg.pop("extra_special_tokens")
+
+    edit_json(ckpt / "tokenizer_config.json", drop_class, sort_keys=True)
     code, report = run(ckpt, data, f"no-class-{MAJOR}")
     assert code == 1, "a directory that makes transformers 4.57 add BOS passed the gate"

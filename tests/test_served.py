@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,8 +27,19 @@ from conformance import served
 from conformance.served import ServerError, build_tiny_model, check_served, serve
 from stacktok_export import SPECIAL_TOKENS
 
-from .conftest import SHIPPED, SHIPPED_HF, need
-from .strings import HARD_STRINGS
+from .conftest import need
+from .helpers import (
+    HARD_STRINGS,
+    SHIPPED,
+    SHIPPED_HF,
+    build_checkpoint,
+    demote_merge,
+    json_edit,
+    probe_rows,
+    replace,
+    run_gate,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.served
 
@@ -123,14 +133,10 @@ def clean(tmp_path_factory, shipped_tok) -> dict:
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory, shipped_tok) -> dict:
     _require_vllm()
-    bad = tmp_path_factory.mktemp("served-planted") / "hf"
-    shutil.copytree(SHIPPED_HF, bad)
-    tj = json.loads((bad / "tokenizer.json").read_text(encoding="utf-8"))
-    merges = tj["model"]["merges"]
-    merges.append(merges.pop(merges.index("Ġ t")))  # demote the merge behind " t..." words
-    (bad / "tokenizer.json").write_text(json.dumps(tj, ensure_ascii=False), encoding="utf-8")
+    demoted = json_edit("tokenizer.json", demote_merge)  # demote the merge behind " t..." words
     # second fault, another row: a generation config that does not stop at <|end|> (vllm#4180)
-    (bad / "generation_config.json").write_text(json.dumps({"eos_token_id": 32760}), encoding="utf-8")
+    no_end = replace("generation_config.json", json.dumps({"eos_token_id": 32760}))
+    bad = build_checkpoint(tmp_path_factory.mktemp("served-planted") / "hf", edits=[demoted, no_end])
     return _run(bad, tmp_path_factory.mktemp("served-planted-work"), shipped_tok)
 
 
@@ -144,8 +150,7 @@ def test_missing_vllm_is_one_missing_row(monkeypatch, shipped_tok, tmp_path) -> 
 
 
 def test_build_refuses_to_write_into_the_tokenizer_dir(tmp_path) -> None:
-    src = tmp_path / "hf"
-    shutil.copytree(SHIPPED_HF, src)
+    src = build_checkpoint(tmp_path / "hf")
     with pytest.raises(ValueError, match="never written"):
         build_tiny_model(src, src / "model")
     assert not (src / "model").exists()
@@ -364,34 +369,13 @@ def test_server_that_exits_is_reported_with_its_log(clean, tmp_path) -> None:
 def test_gate_serve_vllm_flag_runs_the_server(tmp_path) -> None:
     """`stacktok gate DIR --serve-vllm` adds the served rows and still exits 0 on the shipped dir."""
     _require_vllm()
-    import json
-
-    from stacktok_cli import build_parser
-
-    probes = tmp_path / "p.jsonl"
-    probes.write_text(
-        "".join(json.dumps({"id": f"s-{i}", "category": "s", "text": t}) + "\n" for i, t in enumerate(PROBES))
+    probes = write_jsonl(tmp_path / "p.jsonl", probe_rows(PROBES, prefix="s-", category="s"))
+    only = ("--only-user-data", "--probes", str(probes), "--serve-vllm")
+    run = run_gate(
+        SHIPPED_HF, "--artifact", str(SHIPPED), *only, backends="reference", report=tmp_path / "gate.json"
     )
-    report = tmp_path / "gate.json"
-    args = build_parser().parse_args(
-        [
-            "gate",
-            str(SHIPPED_HF),
-            "--artifact",
-            str(SHIPPED),
-            "--quiet",
-            "--only-user-data",
-            "--probes",
-            str(probes),
-            "--backends",
-            "reference",
-            "--serve-vllm",
-            "--json",
-            str(report),
-        ]
-    )
-    assert args.func(args) == 0
-    rows = {c["check"]: c["status"] for c in json.loads(report.read_text())["checks"]}
+    assert run.code == 0
+    rows = {c["check"]: c["status"] for c in run.report["checks"]}
     assert rows["served.start"] == "pass" and rows["served.detokenize"] == "pass"
     assert rows["served.shutdown"] == "pass"
     assert not _procs_mentioning("vllm.entrypoints.openai.api_server")

@@ -10,7 +10,6 @@ exception.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +23,7 @@ from stacktok_export import StackTokenizer
 from stacktok_export.export import gguf_fmt
 from stacktok_export.export.hf import added_token
 
-from .conftest import ROOT, SHIPPED, SHIPPED_HF
+from .helpers import GGUF, SHIPPED, SHIPPED_HF, TIKTOKEN, build_checkpoint, edit_json
 
 CHECKS = (
     "surface.tokenizer_json",
@@ -35,20 +34,18 @@ CHECKS = (
     "surface.gguf_keys",
     "surface.tiktoken",
 )
-GGUF, TIKTOKEN = "stack100m-32768.gguf", "stack100m-32768.tiktoken"
 
 
 @pytest.fixture
 def ckpt(tmp_path: Path) -> Path:
     """The shipped HF directory with the GGUF and .tiktoken copied into it."""
-    dest = tmp_path / "ckpt"
-    shutil.copytree(SHIPPED_HF, dest)
-    for name in (GGUF, TIKTOKEN):
-        shutil.copy(ROOT / "tokenizer" / name, dest / name)
-    # what a slow-tokenizer save writes: the specials at their ids (legitimate, so every row passes)
+    return build_checkpoint(tmp_path / "ckpt", exports="inside", edits=[_slow_save_added_tokens])
+
+
+def _slow_save_added_tokens(dest: Path) -> None:
+    """What a slow-tokenizer save writes: the specials at their ids (legitimate, so every row passes)."""
     specials = json.loads((dest / "tokenizer_config.json").read_text())["added_tokens_decoder"]
     (dest / "added_tokens.json").write_text(json.dumps({v["content"]: int(k) for k, v in specials.items()}))
-    return dest
 
 
 def surface(directory: Path, tok: StackTokenizer) -> dict[str, Row]:
@@ -64,13 +61,6 @@ def only_failure(rows: dict[str, Row], check: str) -> Row:
     }, [r.message for r in rows.values() if r.status != "pass"]
     assert rows[check].fix
     return rows[check]
-
-
-def edit_json(directory: Path, name: str, fn: Callable[[dict], None]) -> None:
-    path = directory / name
-    data = json.loads(path.read_text(encoding="utf-8"))
-    fn(data)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
 def write_gguf(
@@ -120,7 +110,7 @@ def test_transformers_5x_resave_shape_passes(ckpt, shipped_tok) -> None:
         del cfg["added_tokens_decoder"], cfg["additional_special_tokens"]
         cfg["extra_special_tokens"] = {"end_token": "<|end|>", "user_token": "<|user|>"}
 
-    edit_json(ckpt, "tokenizer_config.json", resave)
+    edit_json(ckpt / "tokenizer_config.json", resave)
     assert {r.status for r in surface(ckpt, shipped_tok).values()} == {"pass"}
 
 
@@ -133,13 +123,13 @@ def test_reordering_tiktoken_lines_keeps_rank_to_bytes_and_passes(ckpt, shipped_
 
 
 def test_partial_added_tokens_decoder_passes(ckpt, shipped_tok) -> None:
-    edit_json(ckpt, "tokenizer_config.json", lambda c: c["added_tokens_decoder"].pop("32767"))
+    edit_json(ckpt / "tokenizer_config.json", lambda c: c["added_tokens_decoder"].pop("32767"))
     assert surface(ckpt, shipped_tok)["surface.tokenizer_config"].status == "pass"
 
 
 # ------------------------------------------------------- HF planted variants
 def test_added_think_token_in_tokenizer_json(ckpt, shipped_tok) -> None:
-    edit_json(ckpt, "tokenizer.json", lambda tj: tj["added_tokens"].append(added_token("<think>", 32768)))
+    edit_json(ckpt / "tokenizer.json", lambda tj: tj["added_tokens"].append(added_token("<think>", 32768)))
     r = only_failure(surface(ckpt, shipped_tok), "surface.tokenizer_json")
     assert r.message.startswith("tokenizer.json: 1 difference(s)")
     assert "added_tokens id 32768: file has '<think>', artifact has no id 32768" in r.message
@@ -148,7 +138,7 @@ def test_added_think_token_in_tokenizer_json(ckpt, shipped_tok) -> None:
 
 
 def test_second_added_token_at_an_existing_id(ckpt, shipped_tok) -> None:
-    edit_json(ckpt, "tokenizer.json", lambda tj: tj["added_tokens"].append(added_token("<think>", 32765)))
+    edit_json(ckpt / "tokenizer.json", lambda tj: tj["added_tokens"].append(added_token("<think>", 32765)))
     r = only_failure(surface(ckpt, shipped_tok), "surface.tokenizer_json")
     assert "added_tokens id 32765: file has '<|end|>' and '<think>'" in r.message
     assert "'<think>' (added_tokens id 32765)" in r.fix
@@ -161,7 +151,7 @@ def test_renamed_vocab_entry_in_tokenizer_json(ckpt, shipped_tok) -> None:
         del vocab[old]
         vocab["Ġzzqx"] = 300
 
-    edit_json(ckpt, "tokenizer.json", rename)
+    edit_json(ckpt / "tokenizer.json", rename)
     r = only_failure(surface(ckpt, shipped_tok), "surface.tokenizer_json")
     assert "model.vocab id 300: file has 'Ġzzqx' = b' zzqx'" in r.message
     assert repr(shipped_tok.token_bytes()[300]) in r.message
@@ -171,14 +161,14 @@ def test_renamed_special_in_tokenizer_json_added_tokens(ckpt, shipped_tok) -> No
     def rename(tj: dict) -> None:
         next(t for t in tj["added_tokens"] if t["id"] == 32765)["content"] = "<|im_end|>"
 
-    edit_json(ckpt, "tokenizer.json", rename)
+    edit_json(ckpt / "tokenizer.json", rename)
     r = only_failure(surface(ckpt, shipped_tok), "surface.tokenizer_json")
     assert "added_tokens id 32765: file has '<|im_end|>', artifact has special '<|end|>'" in r.message
 
 
 def test_extra_special_tokens_think_in_tokenizer_config(ckpt, shipped_tok) -> None:
     edit_json(
-        ckpt, "tokenizer_config.json", lambda c: c.update(extra_special_tokens={"think_token": "<think>"})
+        ckpt / "tokenizer_config.json", lambda c: c.update(extra_special_tokens={"think_token": "<think>"})
     )
     r = only_failure(surface(ckpt, shipped_tok), "surface.tokenizer_config")
     assert "extra_special_tokens.think_token: file has '<think>'" in r.message
@@ -189,14 +179,14 @@ def test_end_renamed_in_special_tokens_map_only(ckpt, shipped_tok) -> None:
     def rename(m: dict) -> None:
         next(t for t in m["additional_special_tokens"] if t["content"] == "<|end|>")["content"] = "<|im_end|>"
 
-    edit_json(ckpt, "special_tokens_map.json", rename)
+    edit_json(ckpt / "special_tokens_map.json", rename)
     r = only_failure(surface(ckpt, shipped_tok), "surface.special_tokens_map")
     assert "additional_special_tokens[3]: file has '<|im_end|>'" in r.message
     assert r.message.startswith("special_tokens_map.json:")
 
 
 def test_eos_token_renamed_in_tokenizer_config_only(ckpt, shipped_tok) -> None:
-    edit_json(ckpt, "tokenizer_config.json", lambda c: c.update(eos_token="<|im_end|>"))
+    edit_json(ckpt / "tokenizer_config.json", lambda c: c.update(eos_token="<|im_end|>"))
     r = only_failure(surface(ckpt, shipped_tok), "surface.tokenizer_config")
     assert "eos_token: file has '<|im_end|>', artifact has special '<|eos|>' (id 32760)" in r.message
     assert "set it to special '<|eos|>' (id 32760)" in r.fix
@@ -208,7 +198,7 @@ def test_added_tokens_decoder_extra_and_moved_ids(ckpt, shipped_tok) -> None:
         dec["32768"] = added_token("<think>")
         dec["32766"], dec["32767"] = dec["32767"], dec["32766"]
 
-    edit_json(ckpt, "tokenizer_config.json", edit)
+    edit_json(ckpt / "tokenizer_config.json", edit)
     r = only_failure(surface(ckpt, shipped_tok), "surface.tokenizer_config")
     assert "3 difference(s)" in r.message
     assert "added_tokens_decoder id 32766: file has '<|tool_result|>'" in r.message
@@ -314,29 +304,29 @@ def test_gguf_package_missing_gives_missing_rows(ckpt, shipped_tok, monkeypatch)
 ODD: dict[str, tuple[str, Callable[[Path], None]]] = {
     "vocab-list": (
         "surface.tokenizer_json",
-        lambda d: edit_json(d, "tokenizer.json", lambda tj: tj["model"].update(vocab=["a"])),
+        lambda d: edit_json(d / "tokenizer.json", lambda tj: tj["model"].update(vocab=["a"])),
     ),
     "added-tokens-junk": (
         "surface.tokenizer_json",
-        lambda d: edit_json(d, "tokenizer.json", lambda tj: tj["added_tokens"].extend([7, {"id": "x"}])),
+        lambda d: edit_json(d / "tokenizer.json", lambda tj: tj["added_tokens"].extend([7, {"id": "x"}])),
     ),
     "model-null": (
         "surface.tokenizer_json",
-        lambda d: edit_json(d, "tokenizer.json", lambda tj: tj.update(model=None)),
+        lambda d: edit_json(d / "tokenizer.json", lambda tj: tj.update(model=None)),
     ),
     "decoder-bad-keys": (
         "surface.tokenizer_config",
         lambda d: edit_json(
-            d, "tokenizer_config.json", lambda c: c["added_tokens_decoder"].update({"²": {}, "x": 5})
+            d / "tokenizer_config.json", lambda c: c["added_tokens_decoder"].update({"²": {}, "x": 5})
         ),
     ),
     "extra-specials-int": (
         "surface.tokenizer_config",
-        lambda d: edit_json(d, "tokenizer_config.json", lambda c: c.update(extra_special_tokens=7)),
+        lambda d: edit_json(d / "tokenizer_config.json", lambda c: c.update(extra_special_tokens=7)),
     ),
     "named-token-no-content": (
         "surface.tokenizer_config",
-        lambda d: edit_json(d, "tokenizer_config.json", lambda c: c.update(bos_token={"id": 1})),
+        lambda d: edit_json(d / "tokenizer_config.json", lambda c: c.update(bos_token={"id": 1})),
     ),
     "map-top-level-list": (
         "surface.special_tokens_map",

@@ -20,6 +20,7 @@ from stacktok_export.artifact import shipped_artifact_path
 from stacktok_export.export import export_all, gguf_fmt, stale_temps
 
 from .conftest import ROOT, SHIPPED, SHIPPED_HF, need
+from .helpers import build_checkpoint
 
 NAME = "stack100m-32768"
 
@@ -200,10 +201,8 @@ def test_project_root_is_this_checkout() -> None:
 def test_installed_package_uses_shipped_artifact_and_local_exports(
     tmp_path: Path, monkeypatch, capsys
 ) -> None:
-    import shutil
-
     monkeypatch.setattr(artifact_module, "project_root", lambda: None)
-    shutil.copytree(ROOT / "tokenizer", tmp_path / "tokenizer")
+    build_checkpoint(tmp_path / "tokenizer", source=ROOT / "tokenizer")
     monkeypatch.chdir(tmp_path)
     assert stacktok_cli.main(["export", "--check"]) == 0
     out = capsys.readouterr().out

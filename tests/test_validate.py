@@ -15,7 +15,6 @@ import importlib.util
 import io
 import json
 import os
-import shutil
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import FrozenInstanceError
@@ -28,9 +27,8 @@ from conformance.core.fixtures import FixtureError, FixtureSet, load_chats, load
 from conformance.core.layout import Exports
 from conformance.validate import InputError, _load_with_tokenizers, validate_directory
 
-from .conftest import SHIPPED, SHIPPED_HF, need
-
-NAME = SHIPPED_HF.name[: -len("-hf")]
+from .conftest import need
+from .helpers import NAME, SHIPPED, SHIPPED_HF, build_checkpoint, edit_json
 
 
 @pytest.fixture(autouse=True)
@@ -46,11 +44,7 @@ def no_backends(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def hf(tmp_path: Path) -> Path:
     """A private copy of the shipped directory and its sibling exports."""
-    target = tmp_path / SHIPPED_HF.name
-    shutil.copytree(SHIPPED_HF, target)
-    for suffix in (".gguf", ".tiktoken"):
-        shutil.copy(SHIPPED_HF.parent / f"{NAME}{suffix}", tmp_path)
-    return target
+    return build_checkpoint(tmp_path / SHIPPED_HF.name, exports="beside")
 
 
 def _exports(hf: Path) -> Exports:
@@ -75,12 +69,6 @@ def _passes(hf: Path) -> None:
     validate_directory(_exports(hf))
 
 
-def _edit_json(path: Path, change: Callable[[Any], Any]) -> None:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    result = change(data)
-    path.write_text(json.dumps(data if result is None else result, ensure_ascii=False), encoding="utf-8")
-
-
 def _edit_tiktoken(hf: Path, change: Callable[[list[str]], None]) -> Path:
     path = hf.parent / f"{NAME}.tiktoken"
     lines = path.read_text(encoding="ascii").split("\n")
@@ -97,7 +85,7 @@ def test_shipped_directory_validates_cleanly() -> None:
 
 
 def test_merges_as_pairs_are_legitimate(hf: Path) -> None:
-    _edit_json(
+    edit_json(
         hf / "tokenizer.json",
         lambda d: d["model"].update(merges=[m.split(" ") for m in d["model"]["merges"]]),
     )
@@ -111,7 +99,7 @@ def test_named_chat_template_list_is_legitimate(hf: Path) -> None:
             {"name": "tool_use", "template": "{% for m in messages %}{{ m['content'] }}{% endfor %}"},
         ]
 
-    _edit_json(hf / "tokenizer_config.json", named)
+    edit_json(hf / "tokenizer_config.json", named)
     _passes(hf)
 
 
@@ -151,33 +139,31 @@ def test_tokenizer_json_invalid_utf8_names_the_byte_offset(hf: Path) -> None:
 
 def test_merge_with_two_spaces(hf: Path) -> None:
     path = hf / "tokenizer.json"
-    _edit_json(
-        path, lambda d: d["model"]["merges"].__setitem__(3, d["model"]["merges"][3].replace(" ", "  "))
-    )
+    edit_json(path, lambda d: d["model"]["merges"].__setitem__(3, d["model"]["merges"][3].replace(" ", "  ")))
     _fails(hf, f"{path}: model.merges[3]:", "exactly one space")
 
 
 def test_merges_mixing_strings_and_pairs(hf: Path) -> None:
     path = hf / "tokenizer.json"
-    _edit_json(path, lambda d: d["model"]["merges"].__setitem__(5, d["model"]["merges"][5].split(" ")))
+    edit_json(path, lambda d: d["model"]["merges"].__setitem__(5, d["model"]["merges"][5].split(" ")))
     _fails(hf, f"{path}: model.merges[5]:", "one form")
 
 
 def test_merge_outside_the_vocab_names_the_merge_index(hf: Path) -> None:
     path = hf / "tokenizer.json"
-    _edit_json(path, lambda d: d["model"]["merges"].__setitem__(7, "zzq zzr"))
+    edit_json(path, lambda d: d["model"]["merges"].__setitem__(7, "zzq zzr"))
     _fails(hf, f"{path}: model.merges[7]:", "'zzq'", "not in model.vocab")
 
 
 def test_renamed_vocab_key(hf: Path) -> None:
     path = hf / "tokenizer.json"
-    _edit_json(path, lambda d: d["model"].__setitem__("vocabulary", d["model"].pop("vocab")))
+    edit_json(path, lambda d: d["model"].__setitem__("vocabulary", d["model"].pop("vocab")))
     _fails(hf, f"{path}: model.vocabulary:", "unknown key 'vocabulary'", "did you mean 'vocab'?")
 
 
 def test_duplicate_vocab_id(hf: Path) -> None:
     path = hf / "tokenizer.json"
-    _edit_json(path, lambda d: d["model"]["vocab"].__setitem__("zzz", 5))
+    edit_json(path, lambda d: d["model"]["vocab"].__setitem__("zzz", 5))
     _fails(hf, f"{path}: model.vocab['zzz']:", "id 5 is already the id of")
 
 
@@ -185,20 +171,20 @@ def test_continuing_subword_prefix_is_caught_before_tokenizers_panics(hf: Path) 
     # tokenizers slices len(prefix) bytes off every merge's right part without checking it:
     # "##" panics ("slice index starts at 1 but ends at 0" / out of range), "a" aborts the interpreter.
     path = hf / "tokenizer.json"
-    _edit_json(path, lambda d: d["model"].__setitem__("continuing_subword_prefix", "##"))
+    edit_json(path, lambda d: d["model"].__setitem__("continuing_subword_prefix", "##"))
     _fails(hf, f"{path}: model.continuing_subword_prefix:", "'##'", "merge 0", "set it to null")
 
 
 def test_added_token_flag_must_be_boolean(hf: Path) -> None:
     path = hf / "tokenizer.json"
-    _edit_json(path, lambda d: d["added_tokens"][2].__setitem__("special", "yes"))
+    edit_json(path, lambda d: d["added_tokens"][2].__setitem__("special", "yes"))
     _fails(hf, f"{path}: added_tokens[2].special:", "true or false")
 
 
 def test_tokenizers_own_message_is_quoted_with_its_version(hf: Path) -> None:
     tokenizers = need("tokenizers", "hf")
     path = hf / "tokenizer.json"
-    _edit_json(path, lambda d: d["pre_tokenizer"].__setitem__("type", "NoSuchPreTokenizer"))
+    edit_json(path, lambda d: d["pre_tokenizer"].__setitem__("type", "NoSuchPreTokenizer"))
     _fails(hf, f"{path}: file: tokenizers {tokenizers.__version__} cannot load it", "PreTokenizer")
 
 
@@ -208,7 +194,7 @@ def test_a_crash_inside_tokenizers_is_one_line(hf: Path) -> None:
     # keeps even an unforeseen abort away from the gate.
     need("tokenizers", "hf")
     path = hf / "tokenizer.json"
-    _edit_json(path, lambda d: d["model"].__setitem__("continuing_subword_prefix", "a"))
+    edit_json(path, lambda d: d["model"].__setitem__("continuing_subword_prefix", "a"))
     with pytest.raises(InputError) as info:
         _load_with_tokenizers(path)
     message = str(info.value)
@@ -225,7 +211,7 @@ def test_tokenizer_config_that_is_a_list(hf: Path) -> None:
 
 def test_bad_chat_template_list_item(hf: Path) -> None:
     path = hf / "tokenizer_config.json"
-    _edit_json(
+    edit_json(
         path, lambda d: d.__setitem__("chat_template", [{"name": "default", "template": "x"}, {"name": 3}])
     )
     _fails(hf, f"{path}: chat_template[1]:", "'name'")
@@ -233,19 +219,19 @@ def test_bad_chat_template_list_item(hf: Path) -> None:
 
 def test_inline_template_syntax_error_names_the_template_line(hf: Path) -> None:
     path = hf / "tokenizer_config.json"
-    _edit_json(path, lambda d: d.__setitem__("chat_template", "{{ bos }}\n{% if %}\n"))
+    edit_json(path, lambda d: d.__setitem__("chat_template", "{{ bos }}\n{% if %}\n"))
     _fails(hf, f"{path}: chat_template line 2:", "Jinja syntax error")
 
 
 def test_token_key_of_wrong_type(hf: Path) -> None:
     path = hf / "tokenizer_config.json"
-    _edit_json(path, lambda d: d.__setitem__("eos_token", 32760))
+    edit_json(path, lambda d: d.__setitem__("eos_token", 32760))
     _fails(hf, f"{path}: eos_token:", "must be a token string")
 
 
 def test_added_tokens_decoder_key_must_be_an_id(hf: Path) -> None:
     path = hf / "tokenizer_config.json"
-    _edit_json(path, lambda d: d["added_tokens_decoder"].__setitem__("bos", {"content": "<|bos|>"}))
+    edit_json(path, lambda d: d["added_tokens_decoder"].__setitem__("bos", {"content": "<|bos|>"}))
     _fails(hf, f"{path}: added_tokens_decoder['bos']:", "decimal token id")
 
 
@@ -520,5 +506,5 @@ def test_shipped_fixtures_still_load() -> None:
 
 def test_a_newer_library_field_with_no_near_match_is_left_to_the_library(hf: Path) -> None:
     """Only a key that looks like a renamed known one is malformed; a new field is not rejected here."""
-    _edit_json(hf / "tokenizer.json", lambda t: t["model"].update(future_option=None))
+    edit_json(hf / "tokenizer.json", lambda t: t["model"].update(future_option=None))
     _passes(hf)

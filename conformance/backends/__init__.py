@@ -13,9 +13,11 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.core.errors import RequiredUnavailable
 from conformance.core.layout import Exports
 from conformance.core.protocol import EXPORT_FILES, Backend, BackendMissing, ExportAbsent
 from stacktok_export import StackTokenizer
@@ -28,6 +30,10 @@ class Entry:
     module: str  # adapter module, relative to this package
     reads: str  # the export file it loads: "artifact", "tokenizer.json", ".gguf" or ".tiktoken"
     loader: str = "load"  # the module's factory, ``loader(exports) -> Backend``
+    #: the top-level modules the library needs (looked up, never imported, before a run starts)
+    needs: tuple[str, ...] = ()
+    #: how to install them (shown when the backend cannot run)
+    install: str = ""
 
     def __post_init__(self) -> None:
         if self.reads not in EXPORT_FILES:
@@ -35,16 +41,23 @@ class Entry:
 
 
 #: every backend, in report order (the default ``--backends``); one entry each
+_HF = "pip install 'stacktok[hf]'"
+_LLAMA = "pip install 'stacktok[llama]' (builds llama-cpp-python from source, 3-13 min)"
+_HEAVY = "see conformance/INSTALL-heavy.md (CPU torch first), or run `nox -s heavy`"
 BACKENDS: dict[str, Entry] = {
     "reference": Entry(".reference", "artifact"),
-    "tiktoken": Entry(".tiktoken_backend", ".tiktoken"),
-    "tokenizers": Entry(".tokenizers_backend", "tokenizer.json"),
-    "transformers": Entry(".transformers_backend", "artifact"),
-    "transformers-reload": Entry(".transformers_backend", "tokenizer.json", loader="load_reload"),
-    "llama.cpp": Entry(".llama_backend", ".gguf"),
-    "llama.cpp-detokenize": Entry(".llama_backend", ".gguf", loader="load_detokenize"),
-    "vllm": Entry(".vllm_backend", "tokenizer.json"),
-    "trl": Entry(".trl_backend", "tokenizer.json"),
+    "tiktoken": Entry(".tiktoken_backend", ".tiktoken", needs=("tiktoken",), install="pip install 'stacktok[tiktoken]'"),
+    "tokenizers": Entry(".tokenizers_backend", "tokenizer.json", needs=("tokenizers",), install=_HF),
+    "transformers": Entry(".transformers_backend", "artifact", needs=("transformers",), install=_HF),
+    "transformers-reload": Entry(
+        ".transformers_backend", "tokenizer.json", loader="load_reload", needs=("transformers",), install=_HF
+    ),
+    "llama.cpp": Entry(".llama_backend", ".gguf", needs=("llama_cpp",), install=_LLAMA),
+    "llama.cpp-detokenize": Entry(
+        ".llama_backend", ".gguf", loader="load_detokenize", needs=("llama_cpp",), install=_LLAMA
+    ),
+    "vllm": Entry(".vllm_backend", "tokenizer.json", needs=("vllm",), install=_HEAVY),
+    "trl": Entry(".trl_backend", "tokenizer.json", needs=("trl", "datasets"), install=_HEAVY),
 }
 
 #: backend name -> adapter module (a view of :data:`BACKENDS`)
@@ -109,10 +122,57 @@ def backend_list(value: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def check_selection(backends: list[str], required: list[str]) -> str | None:
-    """Why ``--backends`` / ``--require`` cannot run (a usage error), or None."""
+def reads_present(name: str, exports: Exports) -> bool:
+    """Whether the directory holds the file backend ``name`` reads (the artifact always is)."""
+    present = {
+        "artifact": True,
+        "tokenizer.json": exports.hf_dir is not None,
+        ".gguf": exports.gguf is not None,
+        ".tiktoken": exports.tiktoken is not None,
+    }
+    return present[READS[name]]
+
+
+def cannot_run(name: str, exports: Exports) -> tuple[str, str] | None:
+    """Why backend ``name`` cannot run on ``exports``, decided in milliseconds before any check
+    (the library is looked up, not imported): ``("skip", why)`` when the directory has no file
+    it reads, ``("missing", why)`` when its library is not installed; ``None`` when it can run."""
+    import importlib.util
+
+    entry = BACKENDS[name]
+    if not reads_present(name, exports):
+        return "skip", f"no {entry.reads} in the directory"
+    absent = [m for m in entry.needs if importlib.util.find_spec(m) is None]
+    if absent:
+        return "missing", f"{', '.join(absent)} not installed; {entry.install}"
+    return None
+
+
+def unavailable_backends(
+    backends: list[str], exports: Exports, *, required: list[str]
+) -> tuple[tuple[str, str, str], ...]:
+    """``(name, status, why)`` for each selected backend that cannot run; a required one raises
+    :class:`RequiredUnavailable` (the run stops before any check, INCOMPLETE)."""
+    out = []
+    for name in backends:
+        why = cannot_run(name, exports)
+        if why is None:
+            continue
+        if name in required:
+            raise RequiredUnavailable(
+                f"required backend {name} cannot run: {why[1]}; install it, or drop it from --require"
+            )
+        out.append((name, *why))
+    return tuple(out)
+
+
+def check_selection(backends: list[str], required: list[str], *, skipped: Sequence[str] = ()) -> str | None:
+    """Why ``--backends`` / ``--skip`` / ``--require`` cannot run (a usage error), or None."""
     if not backends:
         return f"--backends names no backend; give at least one of {', '.join(REGISTRY)}"
+    both = [n for n in required if n in skipped]
+    if both:
+        return f"--require and --skip both name {','.join(both)}; drop it from one of them"
     excluded = [n for n in required if n not in backends]
     if excluded:
         return (
@@ -141,10 +201,13 @@ __all__ = [
     "Entry",
     "ExportAbsent",
     "backend_list",
+    "cannot_run",
     "check_selection",
     "dist_version",
     "load_backend",
     "readers_of",
+    "reads_present",
     "require",
     "shared_reference",
+    "unavailable_backends",
 ]

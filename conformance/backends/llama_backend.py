@@ -19,8 +19,20 @@ Safe path: ``llama_tokenize(..., add_special=False, parse_special=False)``;
 trusted: ``parse_special=True``. ``encode`` never adds BOS/EOS and calls
 ``llama_tokenize`` once with a buffer sized from the input
 (``Llama.tokenize`` sizes it from ``n_ctx_train``, 0 when vocab-only, and so
-tokenizes twice). Default: ``Llama.tokenize(text)`` -- adds BOS when the GGUF
-says so and does not parse specials (recorded).
+tokenizes twice). Default: what ``Llama.tokenize(text)`` returns -- adds BOS when the
+GGUF says so and does not parse specials (recorded) -- by the same ``llama_tokenize``
+call (``add_special=True, parse_special=False``).
+
+Loading never touches the process's file descriptors (issue #20): ``Llama(verbose=False)``
+dup2's /dev/null over fds 1 and 2 while it loads, and two loads in two threads can leave
+them there for good. A vocab-only GGUF (what the gate, fuzz and audit open) is loaded by
+the C API directly (``llama_model_load_from_file`` with ``vocab_only``), never through
+``Llama``; a model GGUF with ``weights=True`` is built by ``Llama(verbose=True)`` under one
+process-wide lock, which never redirects fds. llama.cpp's own C log goes to our callback in
+both cases; what ``verbose=True`` still prints is Python-level, to ``sys.stderr``, once per
+weights load: ``llama_print_system_info()``, ``Model metadata: {...}`` and the chat-format
+lines (``Using gguf chat template`` ...). ``verbose`` is turned off right after, so
+generation prints nothing.
 
 Piece decoding is byte-exact: ``decode_bytes`` joins
 ``llama_token_to_piece(special=True)`` pieces itself, because
@@ -37,6 +49,8 @@ import collections
 import ctypes
 import operator
 import os
+import threading
+import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -54,6 +68,9 @@ _INT32_MAX = 2**31 - 1  # llama_tokenize's text_len is int32_t
 #: printed, and quoted when a load fails, so the gate's output has no library noise (issue #12).
 _LLAMA_LOG: collections.deque[str] = collections.deque(maxlen=30)
 _LOG_CALLBACK: list[Any] = []  # keeps the ctypes callback alive
+#: llama.cpp's process-wide state (log callback, backend init) and every ``Llama`` construction
+_LOAD_LOCK = threading.Lock()
+_BACKEND_READY: list[bool] = []
 
 
 def _capture_llama_log(lib: Any) -> None:
@@ -68,6 +85,42 @@ def _capture_llama_log(lib: Any) -> None:
     lib.llama_log_set(keep, ctypes.c_void_p(0))
 
 
+def _prepare(lib: Any) -> None:
+    """Our log callback, then ``llama_backend_init`` once per process; call under ``_LOAD_LOCK``."""
+    _capture_llama_log(lib)
+    if not _BACKEND_READY:
+        lib.llama_backend_init()
+        _BACKEND_READY.append(True)
+
+
+def _refused(message: str) -> ValueError:
+    why = " | ".join(line.strip() for line in _LLAMA_LOG if line.strip())[-400:]
+    return ValueError(f"{message}; llama.cpp said: {why or 'nothing'}")
+
+
+def _load_vocab_only(lib: Any, path: Path) -> Any:
+    """The GGUF's vocabulary as a ``llama_model *``, by the C API: no fd is redirected."""
+    if not path.exists():
+        raise _refused(f"Model path does not exist: {path}")
+    params = lib.llama_model_default_params()
+    params.vocab_only = True
+    params.n_gpu_layers = 0  # as ``Llama``'s default
+    model = lib.llama_model_load_from_file(os.fsencode(path), params)
+    if not model:
+        raise _refused(f"Failed to load model from file: {path}")
+    return model
+
+
+def _load_weights(lib: Any, path: Path) -> Any:
+    """A generating ``Llama``; ``verbose=True`` so it never dup2's /dev/null over fds 1 and 2."""
+    try:
+        llama = lib.Llama(model_path=str(path), verbose=True, n_ctx=256, n_threads=1)
+    except ValueError as exc:  # "Failed to load model from file": llama.cpp logged why
+        raise _refused(str(exc)) from None
+    llama.verbose = False  # generation then prints no timings and no cache notes
+    return llama
+
+
 class LlamaCppTokenizer:
     """llama.cpp's tokenizer over a GGUF, through llama-cpp-python's C API.
 
@@ -76,21 +129,26 @@ class LlamaCppTokenizer:
 
     def __init__(self, gguf_path: str | os.PathLike[str], *, weights: bool = False) -> None:
         self._lib: Any = require("llama_cpp", "llama")
-        _capture_llama_log(self._lib)
         self.path = Path(gguf_path)
         #: with ``weights`` the model GGUF's tensors are loaded too (``llama`` then generates)
-        extra = {"n_ctx": 256, "n_threads": 1} if weights else {"vocab_only": True}
-        try:
-            self._llama = self._lib.Llama(model_path=str(self.path), verbose=False, **extra)
-        except ValueError as exc:  # "Failed to load model from file": llama.cpp logged why
-            why = " | ".join(line.strip() for line in _LLAMA_LOG if line.strip())[-400:]
-            raise ValueError(f"{exc}; llama.cpp said: {why or 'nothing'}") from None
-        self._vocab = self._lib.llama_model_get_vocab(self._llama.model)
+        self._llama: Any = None
+        with _LOAD_LOCK:
+            _prepare(self._lib)
+            if weights:
+                self._llama = _load_weights(self._lib, self.path)
+                model = self._llama.model
+                self._free = weakref.finalize(self, self._llama.close)
+            else:
+                model = _load_vocab_only(self._lib, self.path)
+                self._free = weakref.finalize(self, self._lib.llama_model_free, model)
+        self._vocab = self._lib.llama_model_get_vocab(model)
         self.n_vocab: int = self._lib.llama_vocab_n_tokens(self._vocab)
 
     @property
     def llama(self) -> Any:
-        """The ``llama_cpp.Llama`` underneath (generation needs ``weights=True``)."""
+        """The ``llama_cpp.Llama`` underneath; only a ``weights=True`` tokenizer has one."""
+        if self._llama is None:
+            raise AttributeError("a vocab-only LlamaCppTokenizer has no Llama: open it with weights=True")
         return self._llama
 
     @property
@@ -119,19 +177,26 @@ class LlamaCppTokenizer:
 
     def encode(self, text: str, *, allow_special: bool) -> list[int]:
         """Token ids of ``text``; special strings become control ids only if ``allow_special``."""
+        return self._tokenize(text, add_special=False, parse_special=allow_special)
+
+    def default_tokenize(self, text: str) -> list[int]:
+        """What ``Llama.tokenize(text.encode())`` returns with llama-cpp-python's defaults
+        (``add_bos=True, special=False``): what a user gets."""
+        return self._tokenize(text, add_special=True, parse_special=False)
+
+    def _tokenize(self, text: str, *, add_special: bool, parse_special: bool) -> list[int]:
         data = text.encode("utf-8")
         if len(data) >= _INT32_MAX:
             raise ValueError(f"llama_tokenize takes under 2 GiB; got {len(data)} bytes")
-        capacity = len(data) + 1  # every token covers >= 1 input byte: one call suffices
-        out = (self._lib.llama_token * capacity)()
-        n = self._lib.llama_tokenize(self._vocab, data, len(data), out, capacity, False, allow_special)
-        if n < 0:
-            raise RuntimeError(f"llama_tokenize returned {n} for {len(data)} bytes")
-        return out[:n]
-
-    def default_tokenize(self, text: str) -> list[int]:
-        """``Llama.tokenize(text.encode())`` with llama-cpp-python's defaults: what a user gets."""
-        return list(self._llama.tokenize(text.encode("utf-8")))
+        # every token covers >= 1 input byte, plus BOS and EOS: one call suffices
+        capacity = len(data) + 1 + 2 * add_special
+        for _ in range(2):  # a negative result is the size llama.cpp needs
+            out = (self._lib.llama_token * capacity)()
+            n = self._lib.llama_tokenize(self._vocab, data, len(data), out, capacity, add_special, parse_special)
+            if n >= 0:
+                return out[:n]
+            capacity = -n
+        raise RuntimeError(f"llama_tokenize returned {n} for {len(data)} bytes")
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The exact bytes of ``ids`` (specials as their text), piece by piece."""
@@ -175,7 +240,8 @@ class LlamaCppTokenizer:
         return index
 
     def close(self) -> None:
-        self._llama.close()
+        """Free the model now (otherwise when this object is collected); idempotent."""
+        self._free()
 
     def __repr__(self) -> str:
         return f"LlamaCppTokenizer({str(self.path)!r}, n_vocab={self.n_vocab}, llama_cpp={self.version})"

@@ -33,7 +33,7 @@ from typing import Any
 
 from conformance.checks.bars import ProgressArg, probe_bar
 from conformance.checks.results import STREAM_MAX_CHARS, BackendResult, Failure
-from conformance.checks.windows import first_window
+from conformance.checks.windows import first_window, shorten, text_difference
 from conformance.core.declared import Declarations
 from conformance.core.fixtures import Chat, FixtureSet, Probe
 from conformance.core.protocol import Backend, Capability
@@ -82,6 +82,10 @@ class Runner:
             return False
         decl = self.decl.declared(backend, check, probe)
         res.tally(check, "declared" if decl else "fail")
+        if window is not None:  # the renderers name the probe beside its text
+            window = {**window, "probe": probe.id}
+        elif probe.text:  # no id window (decode, stream, an exception): the probe's text still shows
+            window = {"probe": probe.id, "text": shorten(probe.text, at=0)}
         res.failures.append(Failure(check, probe.id, detail, window, decl.id if decl else None))
         return decl is None
 
@@ -176,7 +180,8 @@ class Runner:
                 "stream",
                 probe,
                 False,
-                f"pieces join to {len(joined)} chars, want {len(probe.text)}",
+                f"pieces join to {len(joined)} chars, want {len(probe.text)}; "
+                + text_difference(probe.text, joined),
             )
         if "\ufffd" not in probe.text:
             broken = [i for i, p in enumerate(pieces) if "\ufffd" in p]

@@ -146,7 +146,7 @@ def _check_row(r: BackendResult, check: str, cap: Capability) -> Row:
     fails = [f for f in r.failures if f.check == check and f.declared is None]
     if fails:
         first = fails[0]
-        where = f" at id {first.window['position']}" if first.window else ""
+        where = f" at id {first.window['position']}" if first.window and "position" in first.window else ""
         msg = f"{counts['fail']} failing, first: {first.probe}{where}: {first.detail}"
         return Row(name, r.name, "fail", msg, FIXES[check], window=first.window)
     declared = sorted({f.declared for f in r.failures if f.check == check and f.declared})

@@ -40,6 +40,11 @@ class LayoutError(ValueError):
     """The directory is not a tokenizer directory; the message says what is missing."""
 
 
+class RequiredUnavailable(Exception):
+    """A ``--require``d backend cannot run (its library is absent or DIR lacks the file it reads),
+    found before any check runs: the run stops at once with verdict INCOMPLETE (exit 4)."""
+
+
 def input_errors() -> tuple[type[Exception], ...]:
     """Every exception that means "bad input" (exit 2, one line): a usage error, a malformed file,
     an unreadable fixture or user file, a directory that is not a tokenizer directory, an artifact

@@ -3,7 +3,11 @@
 ``Exports.discover(DIR)`` accepts a checkpoint/tokenizer directory holding
 ``tokenizer.json`` and optionally ``*.tiktoken`` / ``*.gguf`` beside it; for a
 directory named ``NAME-hf`` (our export layout) it also looks for
-``NAME.tiktoken`` and ``NAME.gguf`` in the parent directory.
+``NAME.tiktoken`` and ``NAME.gguf`` in the parent directory. A name that is there counts even
+when it is a dangling symlink or a directory (validation then refuses it, naming it): a Hugging
+Face cache snapshot is symlinks into ``blobs/``, and a missing blob is a broken download, never
+a file to skip. A cache repository itself (``models--org--name``, holding ``snapshots/``) is
+refused with the snapshot to pass instead.
 
 Out of scope: remote hub ids -- the suite never downloads anything.
 """
@@ -11,6 +15,7 @@ Out of scope: remote hub ids -- the suite never downloads anything.
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +35,7 @@ class Exports:
         directory = Path(directory)
         if not directory.is_dir():
             raise LayoutError(f"{directory} is not a directory; pass the tokenizer/checkpoint directory")
-        hf = directory if (directory / "tokenizer.json").is_file() else None
+        hf = directory if os.path.lexists(directory / "tokenizer.json") else None
         return cls(
             artifact=Path(artifact),
             hf_dir=hf,
@@ -48,7 +53,7 @@ def _find(directory: Path, suffix: str) -> Path | None:
         return found[0]
     if directory.name.endswith("-hf"):
         sibling = directory.parent / f"{directory.name[:-3]}{suffix}"
-        if sibling.is_file():
+        if os.path.lexists(sibling):
             return sibling
     return None
 
@@ -83,6 +88,15 @@ def require_any_export(exports: Exports, directory: Path, *, verb: str) -> None:
     """The one "nothing to check here" rule (gate, fuzz, ``python -m conformance``): a directory
     with no ``tokenizer.json``, ``*.gguf`` or ``*.tiktoken`` is a usage error, never an empty PASS."""
     if exports.hf_dir is None and exports.gguf is None and exports.tiktoken is None:
+        snapshots = sorted(Path(directory).glob("snapshots/*/"))
+        if snapshots:
+            ref = Path(directory) / "refs" / "main"
+            rev = ref.read_text(encoding="utf-8", errors="replace").strip() if ref.is_file() else ""
+            pick = Path(directory) / "snapshots" / rev if rev else snapshots[-1]
+            raise UsageError(
+                f"{directory} is a Hugging Face cache repository, not a snapshot; "
+                f"pass the snapshot directory, e.g. {pick}"
+            )
         raise UsageError(
             f"{directory} has no tokenizer.json, *.gguf or *.tiktoken to {verb}; "
             "pass the directory `stacktok export` or save_pretrained wrote"

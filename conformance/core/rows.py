@@ -19,10 +19,17 @@ backend name). Its status is one of :data:`STATUSES`:
 - ``info``: a measurement reported for the reader that never changes the verdict (the audit's
   self-reachability on a source that encodes with ``ignore_merges``, counts).
 
-Exit codes (:func:`exit_code`): 0 every row passes, warns or is not applicable;
-1 any ``fail`` or ``error``; 2 usage error, malformed input or a required
-backend missing (decided before or beside the rows); 3 an internal error of
-stacktok itself (never 0 or 1, which carry the verdict).
+Exit codes (:func:`exit_code`), the same for every command:
+
+- 0 ``PASS``: every row passes, warns, is informative or not applicable -- and every backend that
+  reads a file present in the directory ran (a backend the user excluded by name, ``--skip`` or
+  ``--backends``, is named in the report and does not count);
+- 1 ``FAIL``: any ``fail`` or ``error`` row (a failure outranks an incomplete run);
+- 2 usage error or malformed input (decided before any check runs);
+- 3 an internal error of stacktok itself (never 0 or 1, which carry the verdict);
+- 4 ``INCOMPLETE``: nothing failed, but something that reads these files did not run -- a
+  ``missing`` row (library not installed), or a ``--require``d backend that cannot run (decided
+  before any check runs, :func:`required_not_run` after). A release engineer never ships on it.
 
 Out of scope: rendering (``conformance.gate`` / ``conformance.report``).
 """
@@ -33,7 +40,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 STATUSES = ("pass", "fail", "warn", "skip", "missing", "error", "info")
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
+#: the verdict word of each exit code that carries a verdict
+VERDICTS = {EXIT_PASS: "PASS", EXIT_FAIL: "FAIL", EXIT_INCOMPLETE: "INCOMPLETE"}
 FILES = "files"
 
 
@@ -45,8 +54,9 @@ class Row:
     message: str
     fix: str = ""
     declared: int = 0  # differences covered by a declared divergence (status stays "pass")
-    #: for a failing conformance row: the first difference (``runner.first_window``: position,
-    #: three ids either side with their bytes, from the reference and the backend)
+    #: for a failing conformance row: the first difference (``checks.windows.first_window``: the
+    #: probe id, its text shortened around the difference, position, three ids either side with
+    #: their bytes from the reference and the backend); text-only (probe, text) where no id differs
     window: dict | None = None
 
     def __post_init__(self) -> None:
@@ -73,11 +83,40 @@ def failed(rows: Iterable[Row]) -> bool:
     return any(r.status in ("fail", "error") for r in rows)
 
 
+def incomplete(rows: Iterable[Row]) -> bool:
+    """Whether a check did not run for want of a library (a ``missing`` row)."""
+    return any(r.status == "missing" for r in rows)
+
+
 def exit_code(rows: Sequence[Row], *, required_missing: Sequence[str] = ()) -> int:
-    """0 conforms, 1 a failing or error row, 2 a required backend missing."""
-    if required_missing:
-        return EXIT_USAGE
-    return EXIT_FAIL if failed(rows) else EXIT_PASS
+    """1 a failing or error row; else 4 a ``missing`` row or a required backend that did not run; else 0."""
+    if failed(rows):
+        return EXIT_FAIL
+    if required_missing or incomplete(rows):
+        return EXIT_INCOMPLETE
+    return EXIT_PASS
+
+
+def required_not_run(rows: Sequence[Row], *, required: Sequence[str], served: bool = False) -> list[str]:
+    """The required backends whose ``conformance`` row is missing or skipped (``vllm-server`` too
+    when the served path was asked for and did not run): each makes the run INCOMPLETE."""
+    absent = {r.backend for r in rows if r.check == "conformance" and r.status in ("missing", "skip")}
+    out = [name for name in required if name in absent]
+    if served and any(r.check == "served" and r.status in ("missing", "skip") for r in rows):
+        out.append("vllm-server")  # --serve-vllm asks for it explicitly
+    return out
+
+
+def excluded_by_name(rows: Sequence[Row], excluded: Iterable[str]) -> list[Row]:
+    """Rows of a backend the user excluded by name (``--skip``/``--backends``) that could not run
+    for want of its library become ``skip`` rows that say so: an exclusion is a decision, not a gap."""
+    names = set(excluded)
+    return [
+        Row(r.check, r.backend, "skip", f"not checked: {r.backend} excluded by --skip/--backends")
+        if r.status == "missing" and r.backend in names
+        else r
+        for r in rows
+    ]
 
 
 def not_checked(rows: Sequence[Row]) -> list[str]:
@@ -94,7 +133,7 @@ def not_checked(rows: Sequence[Row]) -> list[str]:
 
 
 def verdict_line(rows: Sequence[Row], code: int) -> str:
-    """``PASS``, ``FAIL`` or ``FAIL (required backend missing)``, naming what was not checked."""
-    word = {EXIT_PASS: "PASS", EXIT_FAIL: "FAIL", EXIT_USAGE: "FAIL (required backend missing)"}[code]
+    """``PASS``, ``FAIL`` or ``INCOMPLETE``, naming what was not checked."""
+    word = VERDICTS[code]
     skipped = not_checked(rows)
     return f"{word} — not checked: {', '.join(skipped)}" if skipped else word

@@ -17,6 +17,7 @@ jinja2 (importing this module needs it: callers check ``importlib.util.find_spec
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,6 +38,18 @@ class GenerationBlock(Extension):
         return nodes.Scope(body, lineno=lineno)
 
 
+class TemplateCompileError(Exception):
+    """Jinja parsed the template but Python cannot compile what it generated (``{% break %}``
+    outside a loop is a Python ``SyntaxError``); ``lineno`` is the template line when known."""
+
+    def __init__(self, message: str, lineno: int) -> None:
+        super().__init__(message)
+        self.message, self.lineno = message, lineno
+
+
+_LOOP_CONTROL = re.compile(r"\{%[-+]?\s*(?:break|continue)\b")
+
+
 class TemplateRaised(Exception):
     """The template called ``raise_exception`` (its own validation)."""
 
@@ -55,8 +68,15 @@ def environment() -> ImmutableSandboxedEnvironment:
 
 
 def compile_template(source: str) -> jinja2.Template:
-    """Parse ``source``; raises ``jinja2.TemplateSyntaxError`` (with ``lineno``) on bad syntax."""
-    return environment().from_string(source)
+    """Parse ``source``; raises ``jinja2.TemplateSyntaxError`` (with ``lineno``) on bad syntax and
+    :class:`TemplateCompileError` when the generated Python does not compile."""
+    try:
+        return environment().from_string(source)
+    except SyntaxError as exc:  # jinja2's own TemplateSyntaxError is not a SyntaxError
+        found = _LOOP_CONTROL.search(source)
+        lineno = source.count("\n", 0, found.start()) + 1 if found else 1
+        where = "a loop control outside any loop" if found else "the compiled template"
+        raise TemplateCompileError(f"{exc.msg} ({where})", lineno) from exc
 
 
 def render_template(

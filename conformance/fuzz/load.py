@@ -31,10 +31,11 @@ Loaded = tuple[StackTokenizer, FixtureSet, list[tuple[Backend, BackendRun]], lis
 
 def load_one(name: str, exports: Exports) -> Backend | BackendRun:
     """Backend ``name`` on ``exports`` (through the one loader, ``conformance.checks.loading``), or
-    the :class:`BackendRun` that says why it cannot be fuzzed (a missing export reads *missing*)."""
+    the :class:`BackendRun` that says why it cannot be fuzzed: a library that is not installed is
+    *missing* (the verdict is then INCOMPLETE), a directory without the file it reads *skip*."""
     loaded = load_named(name, exports)
     if loaded.status in ("missing", "skip"):
-        return BackendRun(name, status="missing", reason=loaded.reason)
+        return BackendRun(name, status=loaded.status, reason=loaded.reason)
     if loaded.status == "error":  # the library refuses the export: a finding, not a usage error
         return BackendRun(name, status="error", reason=f"cannot load the export: {loaded.reason}"[:300])
     backend = loaded.backend

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 
+from conformance.core.rows import VERDICTS
 from conformance.fuzz.results import NOT_RUN, BackendRun, Counterexample, FuzzReport
 
 
@@ -95,7 +96,7 @@ def render(report: FuzzReport) -> str:
             "fix: re-export with `stacktok export`, or declare a cited divergence in "
             f"fixtures/divergences.jsonl; replay with `stacktok gate DIR --probes {out}`"
         )
-    lines.append(f"verdict: {'FAIL' if report.exit_code else 'PASS'}")
+    lines.append(f"verdict: {VERDICTS[report.exit_code]}")
     return "\n".join(lines)
 
 

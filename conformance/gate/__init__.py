@@ -15,7 +15,8 @@ Order of work, so that a verdict is only ever given on input that was read corre
    reports (``conformance.report``).
 
 Exit 0 conforms (declared divergences and warnings allowed), 1 any failing or error row,
-2 usage error / malformed input / a required backend not run. The gate never writes into DIR
+2 usage error / malformed input, 4 INCOMPLETE (a backend that reads a file in DIR did not run
+and was not excluded by name with ``--skip``/``--backends``, or a ``--require``d one cannot run). The gate never writes into DIR
 and never runs code from it.
 
 Out of scope: fixing anything -- every failure says how, the engineer decides.
@@ -23,7 +24,8 @@ Out of scope: fixing anything -- every failure says how, the engineer decides.
 
 from __future__ import annotations
 
-from conformance.gate.collect import collect_rows, required_not_run
+from conformance.core.rows import required_not_run
+from conformance.gate.collect import collect_rows
 from conformance.gate.command import add_arguments, main, run_gate
 from conformance.gate.plan import Plan, plan
 

@@ -4,7 +4,6 @@
 (``conformance.static.surface``), every selected backend over the probes and chats
 (``conformance.checks.runner``) with the static warnings judged by behaviour
 (``conformance.gate.behaviour``), and -- only with ``--serve-vllm`` -- the served path.
-:func:`required_not_run` names the ``--require``d backends that did not run.
 
 Out of scope: checking inputs (``conformance.gate.plan``), the verdict
 (``conformance.core.rows.exit_code``), rendering (``conformance.report``).
@@ -14,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from conformance.checks.causes import explain
 from conformance.checks.runner import BackendResult, result_rows, run_suite
 from conformance.core.rows import Row, skip
 from conformance.gate.behaviour import behaviour_proof
@@ -50,17 +50,9 @@ def collect_rows(
     )
     results, stale, _ = run_suite(plan.exports, plan.fixtures, backends, progress=say, workers=workers)
     suite = result_rows(results, stale=stale)
-    rows = behaviour_proof(rows, suite) + suite
+    rows = explain(
+        behaviour_proof(rows, suite) + suite, versions={r.name: r.version for r in results if r.version}
+    )
     if serve_vllm:
         rows += served_rows(plan, say=say)
     return rows, results
-
-
-def required_not_run(rows: Sequence[Row], *, required: Sequence[str], served: bool = False) -> list[str]:
-    """The required backends whose ``conformance`` row is missing or skipped (``vllm-server`` too
-    when the served path was asked for and did not run): each makes the exit code 2."""
-    absent = {r.backend for r in rows if r.check == "conformance" and r.status in ("missing", "skip")}
-    out = [name for name in required if name in absent]
-    if served and any(r.check == "served" and r.status in ("missing", "skip") for r in rows):
-        out.append("vllm-server")  # --serve-vllm asks for it explicitly
-    return out

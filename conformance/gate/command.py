@@ -24,9 +24,17 @@ from stacktok_export.progress import Progress
 
 from conformance.backends import REGISTRY, backend_list
 from conformance.checks.runner import BackendResult
-from conformance.core.errors import input_errors
-from conformance.core.rows import EXIT_USAGE, Row, exit_code, verdict_line
-from conformance.gate.collect import collect_rows, required_not_run
+from conformance.core.errors import RequiredUnavailable, input_errors
+from conformance.core.rows import (
+    EXIT_INCOMPLETE,
+    EXIT_USAGE,
+    Row,
+    excluded_by_name,
+    exit_code,
+    required_not_run,
+    verdict_line,
+)
+from conformance.gate.collect import collect_rows
 from conformance.gate.plan import Plan, plan
 from conformance.report.html import to_html
 from conformance.report.json import to_json
@@ -48,6 +56,7 @@ def gate_document(
         "versions": {r.name: r.version for r in results if r.version},
         "fixtures": run.fixtures.hashes,
         "generator_seeds": run.fixtures.generator_seeds(),
+        "excluded": list(run.excluded),
         "checks": [r.to_json() for r in rows],
     }
 
@@ -69,15 +78,23 @@ def run_gate(args: argparse.Namespace) -> int:
     run = plan(args)
     # one reporter: a live bar per running backend on a terminal, plain lines otherwise, or nothing
     with Progress(quiet=args.quiet) as say:
+        if run.unavailable:
+            names = ",".join(name for name, status, _ in run.unavailable if status == "missing")
+            notes = "; ".join(f"{name} ({why})" for name, _, why in run.unavailable)
+            hint = f" -- the verdict will be INCOMPLETE unless you exclude them: --skip {names}" if names else ""
+            say(f"will not run: {notes}{hint}")
         rows, results = collect_rows(
-            run, backends=args.backends, workers=args.workers, serve_vllm=args.serve_vllm, say=say
+            run, backends=list(run.backends), workers=args.workers, serve_vllm=args.serve_vllm, say=say
         )
+    rows = excluded_by_name(rows, run.excluded)
     missing_required = required_not_run(rows, required=args.require, served=args.serve_vllm)
     code = exit_code(rows, required_missing=missing_required)
     doc = gate_document(args, run, rows, results, code=code)
     seconds = time.perf_counter() - start
     print(render_table(rows))
     timing = ", ".join(f"{r.name} {r.seconds:.1f}s" for r in results if r.status in ("ok", "diverged"))
+    if run.excluded:
+        print(f"\nnot run, excluded by name (--skip/--backends): {', '.join(run.excluded)}")
     print("\n" + render_verdict(doc["verdict"], seconds=seconds, timings=timing))
     for name in missing_required:
         print(f"stacktok gate: error: required backend {name} did not run", file=sys.stderr)
@@ -103,7 +120,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--require",
         type=backend_list,
         default=[],
-        help="backends that must run: absent or without their export file -> exit 2 (default: none)",
+        help="backends that must run: absent or without their export file -> INCOMPLETE, exit 4, "
+        "decided before any check runs (default: none)",
+    )
+    p.add_argument(
+        "--skip",
+        type=backend_list,
+        default=[],
+        help="backends to exclude by name, e.g. --skip vllm,trl (a backend that reads a file in DIR "
+        "and did not run otherwise makes the verdict INCOMPLETE, exit 4)",
     )
     p.add_argument("--json", type=Path, default=None, help="write the JSON report here (default: none)")
     p.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report here (default: none)")
@@ -133,6 +158,9 @@ def main(args: argparse.Namespace) -> int:
     """Entry for ``stacktok gate``; usage errors and malformed input exit 2 with one line."""
     try:
         return run_gate(args)
+    except RequiredUnavailable as exc:
+        print(f"stacktok gate: INCOMPLETE: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     except input_errors() as exc:
         print(f"stacktok gate: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

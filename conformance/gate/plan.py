@@ -1,10 +1,12 @@
 """What the gate will read, checked before anything runs (every problem here is exit 2, one line).
 
-In this order: the backend selection (``--backends`` not empty, ``--require`` within it),
-``--workers``, DIR is a directory, every report path (outside DIR, not a directory, its
-parent exists), the artifact, DIR's layout (at least one export to check), every file the
-gate reads (``conformance.validate``) and every user file (``--probes/--text/--chats``,
-``conformance.core.fixtures``).
+In this order: the backend selection (``--backends`` not empty, ``--require`` within it and
+not ``--skip``ped), ``--workers``, DIR is a directory, every report path (outside DIR, not a
+directory, its parent exists), the artifact, DIR's layout (at least one export to check), every
+file the gate reads (``conformance.validate``), every user file (``--probes/--text/--chats``,
+``conformance.core.fixtures``), and which selected backends cannot run (library absent, or no
+file for them; looked up, not imported): a ``--require``d one that cannot run stops the run
+here, INCOMPLETE (exit 4), within seconds.
 
 Out of scope: running anything (``conformance.gate.collect``), the command line
 (``conformance.gate.command``).
@@ -19,7 +21,7 @@ from pathlib import Path
 from stacktok_export import StackTokenizer
 from stacktok_export.bpe import shipped_artifact_path
 
-from conformance.backends import check_selection
+from conformance.backends import REGISTRY, check_selection, unavailable_backends
 from conformance.core.errors import UsageError
 from conformance.core.fixtures import FixtureSet
 from conformance.core.layout import Exports, refuse_outputs_inside, require_any_export
@@ -34,6 +36,12 @@ class Plan:
     ref: StackTokenizer
     exports: Exports
     fixtures: FixtureSet
+    #: the backends that run (``--backends`` less ``--skip``), in registry order of the selection
+    backends: tuple[str, ...] = ()
+    #: backends excluded by name (not selected, or ``--skip``ped): named in the report, never a gap
+    excluded: tuple[str, ...] = ()
+    #: selected backends that cannot run, with why (``missing``: the verdict will be INCOMPLETE)
+    unavailable: tuple[tuple[str, str, str], ...] = ()
 
 
 def outputs(args: argparse.Namespace) -> dict[str, Path | None]:
@@ -56,7 +64,9 @@ def check_outputs(directory: Path, paths: dict[str, Path | None]) -> None:
 
 def plan(args: argparse.Namespace) -> Plan:
     """Everything the gate will read, checked before anything runs (errors -> exit 2)."""
-    problem = check_selection(args.backends, args.require)
+    skipped = list(getattr(args, "skip", None) or ())
+    backends = [b for b in args.backends if b not in skipped]
+    problem = check_selection(backends, args.require, skipped=skipped)
     if problem:
         raise UsageError(problem)
     if args.workers < 1:
@@ -75,4 +85,14 @@ def plan(args: argparse.Namespace) -> Plan:
     )
     if not fixtures.probes and not fixtures.chats:
         raise UsageError("no probes to run: drop --only-user-data or pass --probes/--text/--chats")
-    return Plan(artifact=artifact, ref=ref, exports=exports, fixtures=fixtures)
+    unavailable = unavailable_backends(backends, exports, required=args.require)
+    return Plan(
+        artifact=artifact,
+        ref=ref,
+        exports=exports,
+        fixtures=fixtures,
+        backends=tuple(backends),
+        excluded=tuple(b for b in REGISTRY if b not in backends),
+        unavailable=unavailable,
+    )
+

@@ -1,6 +1,8 @@
 """Rendering rows: one renderer per format, used by every command that judges a directory.
 
-- ``conformance.report.text``: the terminal table, first-difference windows, the verdict line;
+- ``conformance.report.text``: the terminal table (failures first, with their windows), the verdict line;
+- ``conformance.report.failures``: what every format shares -- counts per status, failures first,
+  status words, a failing row's probe, text and id window;
 - ``conformance.report.junit`` / ``markdown`` / ``html``: the report files CI and people read;
 - ``conformance.report.json``: the one JSON serialisation (gate and ``python -m conformance``);
 - ``conformance.report.matrix``: support-matrix rows and their Markdown table;
@@ -24,12 +26,11 @@ if TYPE_CHECKING:
 
 
 def render_results(results: Sequence[BackendResult], *, stale: Sequence[str] = ()) -> str:
-    """Backend results as the terminal shows them: their rows (:func:`render_table`) and the
-    first-difference windows (:func:`render_windows`)."""
+    """Backend results as the terminal shows them: their rows, failures first with their
+    first-difference windows (:func:`render_table`)."""
     from conformance.checks.runner import result_rows
 
-    rows = result_rows(results, stale=stale)
-    return f"{render_table(rows)}\n\n{render_windows(rows)}\n"
+    return render_table(result_rows(results, stale=stale)) + "\n"
 
 
 __all__ = [

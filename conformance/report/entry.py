@@ -2,7 +2,8 @@
 
 :func:`run_main` runs a command's body: bad input (:func:`conformance.core.errors.input_errors`,
 plus any ``usage_errors`` the caller adds) is ``PROG: error: ...`` and exit 2; any other
-exception is ``PROG: internal error: ...`` and exit 3 -- never 0 or 1, which carry the
+exception is ``PROG: internal error: ...`` and exit 3; a ``--require``d backend that cannot run
+(:class:`~conformance.core.errors.RequiredUnavailable`) is ``PROG: INCOMPLETE: ...`` and exit 4 -- never 0 or 1, which carry the
 verdict -- with the full trace only when ``debug``; Ctrl-C is exit 130; a closed pipe
 (``... | head``) is exit 0.
 
@@ -20,8 +21,8 @@ import sys
 import traceback
 from collections.abc import Callable
 
-from conformance.core.errors import input_errors
-from conformance.core.rows import EXIT_INTERNAL, EXIT_USAGE
+from conformance.core.errors import RequiredUnavailable, input_errors
+from conformance.core.rows import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_USAGE
 
 EXIT_INTERRUPTED = 130
 
@@ -42,6 +43,9 @@ def run_main(
     except BrokenPipeError:  # `... | head`
         sys.stderr.close()
         return 0
+    except RequiredUnavailable as exc:
+        print(f"{prog}: INCOMPLETE: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     except Exception as exc:  # noqa: BLE001 -- the one place that turns anything into one line
         if isinstance(exc, (*usage_errors, *input_errors())):
             print(f"{prog}: error: {exc}", file=sys.stderr)

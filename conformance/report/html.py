@@ -4,15 +4,19 @@
 network, no external fonts -- with the verdict as its heading, the grid as
 ``<table id="grid">`` (one ``<td>`` per check and backend, ``class`` the
 status or ``none`` where no row exists, ``data-check`` / ``data-backend`` for
-tools), then every row that did not pass, with its message and fix.
+tools; a pass covered by declared divergences reads ``DECLARED`` and carries
+``data-declared``), then every row that did not pass -- error, fail and missing rows
+first -- with its message, its fix or cause and, for a failing conformance row, the
+probe, its text and the id window with each id's bytes on both sides, in view (not only
+on hover). Cells and findings say status *words* (``PASS``, ``FAIL``, ...), coloured by
+CSS, so a machine without an emoji font reads them; above the grid, the rows per status.
 :func:`grid_markdown` gives the same grid as a compact Markdown table for the
 Markdown report and model cards. Same rows in, same bytes out: no timestamps,
 orders taken from the rows and the backend registry. Where several rows share a check and backend, the
 cell shows the worst of them (:data:`SEVERITY`) and the findings list all.
 
 Out of scope: deciding anything (``conformance.core.rows``), writing files and the
-command line (``conformance.gate``), and divergence windows -- the rows do not
-carry them today (``conformance.checks.runner.first_window``).
+command line (``conformance.gate``), computing windows (``conformance.checks.windows``).
 """
 
 from __future__ import annotations
@@ -22,11 +26,16 @@ from html import escape
 
 from conformance.backends import REGISTRY
 from conformance.core.rows import FILES, Row
+from conformance.report.failures import DECLARED, WORDS, counts, failures_first, fix_text, status_word
 
-MARK = {"pass": "✅", "warn": "⚠️", "fail": "❌", "error": "💥", "missing": "➖", "skip": "➖", "info": "ℹ️"}
+#: the word a cell or finding shows per status (a declared pass reads ``DECLARED``)
+MARK = WORDS
 #: least to most severe; a grid cell shows the most severe status of its rows
 SEVERITY = ("info", "pass", "skip", "missing", "warn", "fail", "error")
-LEGEND = "✅ pass · ⚠️ warn · ❌ fail · 💥 error · ➖ missing or skipped · blank: not checked"
+LEGEND = (
+    "PASS conforms · DECLARED conforms, differences covered by a declared divergence · WARN · FAIL · "
+    "ERROR cannot load · MISSING not installed (INCOMPLETE) · SKIP not applicable · blank: not checked"
+)
 
 Grid = tuple[list[str], list[str], dict[tuple[str, str], list[Row]]]
 
@@ -47,6 +56,12 @@ def worst(cell: Sequence[Row]) -> Row:
     return max(cell, key=lambda r: SEVERITY.index(r.status))
 
 
+def cell_word(cell: Sequence[Row]) -> str:
+    """The worst row's word; ``DECLARED`` for a passing cell where any row counted declared ones."""
+    top = worst(cell)
+    return DECLARED if top.status == "pass" and any(r.declared for r in cell) else status_word(top)
+
+
 # ------------------------------------------------------------------ Markdown
 def _md(text: str) -> str:
     return escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
@@ -60,7 +75,7 @@ def grid_markdown(rows: Sequence[Row], *, legend: bool = True) -> str:
         "|---|" + ":-:|" * len(backends),
     ]
     for check in checks:
-        marks = [MARK[worst(cells[check, b]).status] if (check, b) in cells else "" for b in backends]
+        marks = [cell_word(cells[check, b]) if (check, b) in cells else "" for b in backends]
         lines.append(f"| {_md(check)} | " + " | ".join(marks) + " |")
     if legend:
         lines += ["", LEGEND]
@@ -70,18 +85,23 @@ def grid_markdown(rows: Sequence[Row], *, legend: bool = True) -> str:
 # ------------------------------------------------------------------ HTML
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #1b1f24; }
-h1.pass { color: #116329; } h1.fail { color: #a40e26; }
+h1.pass { color: #116329; } h1.fail { color: #a40e26; } h1.incomplete { color: #9a6700; }
 table.window { border-collapse: collapse; margin: .4rem 0; font-family: monospace; }
 table.window td, table.window th { border: 1px solid #d0d7de; padding: .1rem .35rem; }
 table.window td.differs { background: #ffd8d3; font-weight: bold; }
+table.window td.bytes { font-size: .85em; white-space: pre; }
+.s-pass { color: #116329; } .s-declared { color: #0550ae; } .s-warn { color: #9a6700; }
+.s-fail, .s-error { color: #a40e26; } .s-missing { color: #9a6700; } .s-skip, .s-info { color: #57606a; }
+#summary span { font-weight: bold; margin-right: .8rem; }
 table#grid { border-collapse: collapse; }
 #grid th, #grid td { border: 1px solid #d0d7de; padding: 0.25rem 0.5rem; }
 #grid th[scope=col] { writing-mode: vertical-rl; transform: rotate(180deg); font-weight: normal; }
 #grid th[scope=row] { text-align: left; font-family: monospace; font-weight: normal; }
-#grid td { text-align: center; }
+#grid td { text-align: center; font-size: .8em; font-weight: bold; }
 td.pass { background: #dafbe1; } td.warn { background: #fff8c5; }
 td.fail { background: #ffebe9; } td.error { background: #ffc1ba; }
-td.missing, td.skip { background: #f6f8fa; }
+td.missing { background: #fff1c2; } td.skip { background: #f6f8fa; }
+td.pass[data-declared] { background: #ddf4ff; }
 #findings li { margin-bottom: 0.5rem; } .fix { color: #57606a; }
 code { font-family: monospace; }
 """
@@ -97,8 +117,9 @@ def _cell(check: str, backend: str, cell: Sequence[Row] | None) -> str:
     top = worst(cell)
     declared = sum(r.declared for r in cell)
     title = f"{top.status}: {top.message}" + (f" ({declared} declared)" if declared else "")
-    attrs = _attrs(class_=top.status, data_check=check, data_backend=backend, title=title)
-    return f"<td{attrs}>{MARK[top.status]}</td>"
+    extra = {"data_declared": str(declared)} if declared and top.status == "pass" else {}
+    attrs = _attrs(class_=top.status, data_check=check, data_backend=backend, title=title, **extra)
+    return f"<td{attrs}>{cell_word(cell)}</td>"
 
 
 def grid_html(rows: Sequence[Row]) -> str:
@@ -112,37 +133,59 @@ def grid_html(rows: Sequence[Row]) -> str:
 
 
 def window_html(window: dict | None) -> str:
-    """The first difference as two aligned id rows (reference, backend); differing ids marked."""
+    """The probe and its text, then the first difference as aligned rows: reference ids, their
+    bytes, backend ids, their bytes; differing ids marked (bytes in view, and on hover)."""
     if not window:
         return ""
+    parts = []
+    if "text" in window:
+        probe = f"probe <code>{escape(str(window['probe']))}</code>, " if window.get("probe") else ""
+        where = f" (from char {escape(str(window['offset']))})" if "offset" in window else ""
+        parts.append(f'<p class="probe">{probe}text{where}: <code>{escape(str(window["text"]))}</code></p>')
+    if "position" not in window:
+        return "".join(parts)
     ref, got = window.get("reference") or [], window.get("backend") or []
 
-    def cells(side: list, other: list) -> str:
+    def cells(side: list, other: list, *, shown: bool) -> str:
         out = []
-        for k, (token_id, shown) in enumerate(side):
-            same = k < len(other) and other[k][0] == token_id
-            cls = "same" if same else "differs"
-            out.append(f'<td class="{cls}" title="{escape(str(shown))}">{escape(str(token_id))}</td>')
+        for k, (token_id, text) in enumerate(side):
+            cls = "same" if k < len(other) and other[k][0] == token_id else "differs"
+            if shown:
+                out.append(f'<td class="{cls} bytes">{escape(str(text))}</td>')
+            else:
+                out.append(f'<td class="{cls}" title="{escape(str(text))}">{escape(str(token_id))}</td>')
         return "".join(out)
 
-    return (
+    lengths = f"lengths: reference {window.get('reference_len')}, backend {window.get('backend_len')}"
+    parts.append(
         f'<table class="window" data-position="{escape(str(window.get("position")))}">'
-        f"<tr><th>reference</th>{cells(ref, got)}</tr>"
-        f"<tr><th>backend</th>{cells(got, ref)}</tr></table>"
+        f"<caption>first difference at id position {escape(str(window.get('position')))} "
+        f"({escape(lengths)})</caption>"
+        f"<tr><th>reference id</th>{cells(ref, got, shown=False)}</tr>"
+        f"<tr><th>reference bytes</th>{cells(ref, got, shown=True)}</tr>"
+        f"<tr><th>backend id</th>{cells(got, ref, shown=False)}</tr>"
+        f"<tr><th>backend bytes</th>{cells(got, ref, shown=True)}</tr></table>"
     )
+    return "".join(parts)
+
+
+def summary_html(rows: Sequence[Row]) -> str:
+    """Rows per status word, worst first, each coloured by its status."""
+    spans = "".join(f'<span class="s-{w.lower()}">{n} {w}</span>' for w, n in counts(rows).items())
+    return f'<p id="summary">{spans or "no rows"}</p>'
 
 
 def findings_html(rows: Sequence[Row]) -> str:
-    """Every row that did not pass, with its message and fix."""
+    """Every row that did not pass, error, fail and missing first, with its message and fix."""
     items = []
-    for r in rows:
+    for r in failures_first(rows):
         if r.status == "pass":
             continue
-        fix = f'<div class="fix">fix: {escape(r.fix)}</div>' if r.fix else ""
+        fix = f'<div class="fix">{escape(fix_text(r))}</div>' if r.fix else ""
+        window = window_html(r.window) if r.status == "fail" else ""
         items.append(
-            f'<li class="{r.status}">{MARK[r.status]} <strong>{r.status}</strong> '
-            f"<code>{escape(r.check)}</code> [{escape(r.backend)}]: {escape(r.message)}{fix}"
-            f"{window_html(r.window)}</li>"
+            f'<li class="{r.status}"><strong class="s-{r.status}">{status_word(r)}</strong> '
+            f"<code>{escape(r.check)}</code> [{escape(r.backend)}]: {escape(r.message)}{fix}{window}</li>"
         )
     body = "\n".join(items) if items else "<li>none: every row passed</li>"
     return f'<section id="findings">\n<h2>Findings</h2>\n<ol>\n{body}\n</ol>\n</section>'
@@ -150,7 +193,8 @@ def findings_html(rows: Sequence[Row]) -> str:
 
 def to_html(rows: Sequence[Row], *, verdict: str, versions: dict[str, str], directory: str) -> str:
     """One self-contained, deterministic HTML page: verdict, grid, findings."""
-    word = "pass" if verdict.startswith("PASS") else "fail"
+    first = verdict.split(" ", 1)[0].lower()
+    word = first if first in ("pass", "fail", "incomplete") else "fail"
     shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v) or "none reported"
     parts = [
         "<!DOCTYPE html>",
@@ -162,6 +206,7 @@ def to_html(rows: Sequence[Row], *, verdict: str, versions: dict[str, str], dire
         f'<h1 class="{word}">Tokenizer release gate: {escape(verdict)}</h1>',
         f'<p>Directory: <code id="directory">{escape(directory)}</code></p>',
         f'<p id="versions">Backends: {escape(shown)}</p>',
+        summary_html(rows),
         grid_html(rows),
         f'<p id="legend">{escape(LEGEND)}</p>',
         findings_html(rows),

@@ -1,46 +1,70 @@
-"""Rows as a Markdown report (a pull-request comment, a model card): verdict, versions, grid, rows.
+"""Rows as a Markdown report (a pull-request comment, a model card): verdict, counts, failures, grid, rows.
 
-The grid is :func:`conformance.report.html.grid_markdown` (one line per check, one column per
-backend); the table below it has every row, its result and its detail (``— fix: ...`` where
-the row failed, errored, warned or is missing). ``|`` and newlines in messages are escaped.
+Under the heading come the rows per status (``conformance.report.failures.summary``), the
+backends' versions, then ``#### Failures``: each error, fail and missing row with its message,
+its fix (a cause where ``conformance.checks.causes`` found one) and, for a failing
+conformance row, its probe, text and id window with both sides' bytes in a code block. Then the
+grid (:func:`conformance.report.html.grid_markdown`) and one table line per row, failures
+first, ``— fix: ...`` where the row failed, errored, warned or is missing. Status words, not
+emoji: a reader without an emoji font sees them too. ``|`` and newlines in messages are escaped.
 
 Out of scope: deciding anything (``conformance.core.rows``), writing the file (the command).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from conformance.core.rows import Row
+from conformance.report.failures import FIRST, detail_lines, failures_first, fix_text, status_word, summary
 from conformance.report.html import grid_markdown
 
-ICON = {
-    "pass": "✅ pass",
-    "fail": "❌ fail",
-    "warn": "⚠️ warn",
-    "missing": "➖ missing",
-    "skip": "➖ skip",
-    "error": "💥 error",
-    "info": "ℹ️ info",
-}
 #: statuses whose detail names the fix
 WITH_FIX = ("fail", "error", "warn", "missing")
 
 
 def to_markdown(rows: Sequence[Row], *, verdict: str, versions: dict[str, str]) -> str:
-    """``### Tokenizer release gate: VERDICT``, the backends' versions, the grid, one line a row."""
+    """``### Tokenizer release gate: VERDICT``, counts, versions, failures, the grid, one line a row."""
     lines = [
         f"### Tokenizer release gate: {verdict}",
         "",
+        f"**{summary(rows)}**",
+        "",
         "Backends: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v),
         "",
+        *failures_markdown(rows),
         grid_markdown(rows),
         "",
         "| check | backend | result | detail |",
         "|---|---|---|---|",
     ]
-    for r in rows:
-        fix = f" — fix: {r.fix}" if r.fix and r.status in WITH_FIX else ""
-        detail = (r.message + fix).replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {r.check} | {r.backend} | {ICON[r.status]} | {detail} |")
+    for r in failures_first(rows):
+        fix = f" — {fix_text(r)}" if r.fix and r.status in WITH_FIX else ""
+        lines.append(f"| {r.check} | {r.backend} | {status_word(r)} | {_cell(r.message + fix)} |")
     return "\n".join(lines) + "\n"
+
+
+def failures_markdown(rows: Sequence[Row]) -> list[str]:
+    """``#### Failures`` and one list item per error, fail or missing row (nothing when none)."""
+    bad = [r for r in rows if r.status in FIRST]
+    if not bad:
+        return []
+    out = [f"#### Failures ({len(bad)})", ""]
+    for r in bad:
+        out.append(f"- **{status_word(r)}** `{r.check}` [{r.backend}]: {_line(r.message)}")
+        if r.fix:
+            out.append(f"  - {_line(fix_text(r))}")
+        window = detail_lines(r.window) if r.status == "fail" else []
+        if window:
+            fence = "`" * max(3, 1 + max(len(m) for m in re.findall("`+", "\n".join(window)) or [""]))
+            out += ["", f"  {fence}text", *(f"  {line}" for line in window), f"  {fence}"]
+    return out + [""]
+
+
+def _line(text: str) -> str:
+    return text.replace("\n", " ")
+
+
+def _cell(text: str) -> str:
+    return _line(text).replace("|", "\\|")

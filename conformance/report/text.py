@@ -1,10 +1,14 @@
-"""The terminal view of rows: one table line per row, the first differences, the verdict line.
+"""The terminal view of rows: counts per status, the failures first with their windows, the verdict.
 
 Every command that judges a directory prints its rows through here: ``stacktok gate`` (table,
-then verdict) and ``python -m conformance`` (table, first-difference windows, verdict).
+then verdict) and ``python -m conformance`` (table, verdict). :func:`render_table` opens with
+the rows per status (``summary:``), then lists the error, fail and missing rows before the rest
+(``conformance.report.failures``); below each failing row that carries one come its probe, its
+text and the id window with both sides' bytes (at most :data:`MAX_WINDOWS` of them).
 
     >>> from conformance.core.rows import Row
     >>> print(render_table([Row("config.eos", "files", "fail", "eos is 0", "set it to 32765")]))
+    summary: 1 FAIL
     check       backend              result    detail / fix
     config.eos  files                FAIL      eos is 0 -> set it to 32765
 
@@ -15,52 +19,39 @@ Out of scope: deciding the verdict (``conformance.core.rows``), files (``conform
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from conformance.core.rows import Row
+from conformance.report.failures import WORDS, detail_lines, failures_first, status_word, summary
 
-#: the result column's word per status
-MARK = {
-    "pass": "PASS",
-    "fail": "FAIL",
-    "warn": "WARN",
-    "missing": "MISSING",
-    "skip": "SKIP",
-    "error": "ERROR",
-    "info": "INFO",
-}
+#: the result column's word per status (a pass with declared divergences reads ``DECLARED``)
+MARK = WORDS
 #: at most this many first-difference windows are printed
 MAX_WINDOWS = 10
+INDENT = " " * 6
 
 
-def render_table(rows: Sequence[Row]) -> str:
-    """check, backend, result, detail (``-> fix`` where the row did not pass or skip)."""
+def render_table(rows: Sequence[Row], *, limit: int = MAX_WINDOWS) -> str:
+    """summary, then check, backend, result, detail (``-> fix`` where the row did not pass or
+    skip), failures first, each failing row's window below it."""
     width = max((len(r.check) for r in rows), default=10)
-    lines = [f"{'check':{width}s}  {'backend':20s} {'result':8s}  detail / fix"]
-    for r in rows:
+    lines = [f"summary: {summary(rows)}", f"{'check':{width}s}  {'backend':20s} {'result':8s}  detail / fix"]
+    shown = 0
+    for r in failures_first(rows):
         detail = f"{r.message} -> {r.fix}" if r.fix and r.status not in ("pass", "skip") else r.message
-        lines.append(f"{r.check:{width}s}  {r.backend:20s} {MARK[r.status]:8s}  {detail}")
+        lines.append(f"{r.check:{width}s}  {r.backend:20s} {status_word(r):8s}  {detail}")
+        if r.status == "fail" and r.window and shown < limit:
+            shown += 1
+            lines += [INDENT + line for line in detail_lines(r.window)]
     return "\n".join(lines)
 
 
 def render_windows(rows: Sequence[Row], *, limit: int = MAX_WINDOWS) -> str:
-    """The first difference of each failing row that carries one, reference above backend."""
+    """The first difference of each failing row that carries one, reference above backend
+    (:func:`render_table` already shows them under their rows; this is the list on its own)."""
     out: list[str] = []
     for r in [r for r in rows if r.window and r.status == "fail"][:limit]:
-        out += [f"{r.check} [{r.backend}]: {r.message}", *_window_lines(r.window)]
+        out += [f"{r.check} [{r.backend}]: {r.message}", *(INDENT + line for line in detail_lines(r.window))]
     return "\n".join(out)
-
-
-def _window_lines(window: dict[str, Any]) -> list[str]:
-    def fmt(side: list[list[Any]]) -> str:
-        return "  ".join(f"{i}:{b}" for i, b in side)
-
-    return [
-        f"      first difference at id position {window['position']} "
-        f"(lengths: reference {window['reference_len']}, backend {window['backend_len']})",
-        f"      reference: {fmt(window['reference'])}",
-        f"      backend:   {fmt(window['backend'])}",
-    ]
 
 
 def render_verdict(verdict: str, *, seconds: float | None = None, timings: str = "") -> str:

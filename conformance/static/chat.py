@@ -4,6 +4,8 @@ sandbox, rendering the trained format, and marking assistant turns for assistant
 Two templates with different text that render the sample chats identically *warn*; chat
 templates that reach for Python internals fail; templates without ``{% generation %}`` fail
 (TRL PR#4201). The GGUF's ``tokenizer.chat_template`` is compared with the Hugging Face one.
+Without jinja2 nothing can be rendered: each row that needs a render is ``missing`` (the
+verdict is then INCOMPLETE, never a pass on a template nobody rendered).
 
 Out of scope: how each backend renders chats (``conformance.chat`` rows of the runner); the
 template's ids (the conformance checks tokenize what it renders).
@@ -11,6 +13,7 @@ template's ids (the conformance checks tokenize what it renders).
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from stacktok_export.chat import render_text
@@ -79,12 +82,28 @@ SAMPLE_CHATS = (
 )
 
 
+def _not_rendered(check: str) -> Row | None:
+    """The ``missing`` row of a check that needs jinja2 when it is not installed, else None."""
+    if importlib.util.find_spec("jinja2") is not None:
+        return None
+    return Row(
+        check,
+        FILES,
+        "missing",
+        "not checked: the chat template was not rendered: jinja2 is not installed",
+        "pip install 'stacktok[hf]'",
+    )
+
+
 def _same_template(check: str, a: Any, b: Any, what: str, fix: str) -> Row:
     """Identical text passes; different text that renders every sample chat identically warns."""
     if a == b:
         return Row(check, FILES, "pass", "ok")
     if not isinstance(a, str) or not isinstance(b, str):
         return Row(check, FILES, "fail", f"{what}: one of them is missing", fix)
+    missing = _not_rendered(check)
+    if missing is not None:
+        return missing
     from conformance.core.template import render_template
 
     chats = [([{"role": r, "content": c} for r, c in chat], gen) for chat, gen in SAMPLE_CHATS]
@@ -116,6 +135,9 @@ SAMPLE_CHAT = (
 
 def _template_sandboxed(template: str) -> Row:
     """Render the template the way transformers does (immutable sandbox) on a plain conversation."""
+    missing = _not_rendered("chat.template_sandboxed")
+    if missing is not None:
+        return missing
     from conformance.core.template import render_template
 
     try:

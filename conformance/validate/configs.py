@@ -5,7 +5,8 @@
   ``tokenizer_class``, ``auto_map``;
 - ``special_tokens_map.json``, ``added_tokens.json``, ``chat_template.json``;
 - ``config.json``, ``generation_config.json``: objects, ``vocab_size`` a positive int,
-  ``*_token_id`` an int, null or a list of ints (also inside ``text_config``).
+  ``*_token_id`` an int, null or a list of ints (also inside ``text_config``), both within
+  32-bit token ids.
 
 Each ``check_*`` takes the value ``conformance.validate.jsonfile`` parsed; :data:`JSON_CHECKS`
 names them in the order validation runs them.
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conformance.validate.common import fail, is_int, need_object, show
+from conformance.validate.common import U32_MAX, fail, is_int, need_object, show
 from conformance.validate.template import check_inline_templates, validate_template
 from conformance.validate.tokens import check_token_entry, check_token_list, check_token_value
 
@@ -108,6 +109,13 @@ def _check_config_ids(path: Path, prefix: str, data: dict[str, Any]) -> None:
         size = data["vocab_size"]
         if not is_int(size) or size <= 0:
             fail(path, f"{prefix}vocab_size", f"must be a positive integer, got {show(size)}", "set it")
+        if size > U32_MAX + 1:
+            fail(
+                path,
+                f"{prefix}vocab_size",
+                f"{show(size)} is more ids than any loader can index (token ids are 32-bit)",
+                "set it to the embedding's row count",
+            )
     for key, value in data.items():
         if not key.endswith("_token_id"):
             continue
@@ -119,6 +127,8 @@ def _check_config_ids(path: Path, prefix: str, data: dict[str, Any]) -> None:
                 f"must be an integer id, null or a list of ids, got {show(value)}",
                 "write the token id(s)",
             )
+        if value is not None and max(value if isinstance(value, list) else [value], default=0) > U32_MAX:
+            fail(path, f"{prefix}{key}", f"{show(value)} is beyond 32-bit token ids", "write the token id(s)")
 
 
 #: the JSON files beside ``tokenizer.json``, in the order validation checks them

@@ -20,6 +20,7 @@ from typing import Any
 
 from conformance.core.layout import Exports
 from conformance.validate.configs import JSON_CHECKS
+from conformance.validate.download import present
 from conformance.validate.files import ReadFile, Validated
 from conformance.validate.gguf_file import NOT_CHECKED as GGUF_NOT_CHECKED
 from conformance.validate.gguf_file import read_gguf_checked
@@ -91,14 +92,15 @@ def _jinja(path: Path, raw: bytes) -> str:
 
 
 def _read_hf_files(folder: Path) -> dict[str, ReadFile]:
-    """The JSON and ``.jinja`` files present in ``folder``, in validation order."""
+    """The JSON and ``.jinja`` files present in ``folder``, in validation order (a dangling symlink
+    or a directory under a file's name is present: reading it fails, it is never skipped)."""
     out: dict[str, ReadFile] = {}
     checks = (("tokenizer.json", check_tokenizer_json), *JSON_CHECKS)
     for name, check in checks:
-        if (folder / name).is_file():
+        if present(folder / name):
             out[name] = _read(folder / name, _check_json(check))
     for jinja in [folder / "chat_template.jinja", *sorted(folder.glob("additional_chat_templates/*.jinja"))]:
-        if jinja.is_file():
+        if present(jinja):
             out[jinja.relative_to(folder).as_posix()] = _read(jinja, _jinja)
     return out
 

@@ -3,9 +3,9 @@
 :func:`read_gguf_checked` reads the fields once, through the gate's one shared GGUF read
 (``conformance.core.layout.gguf_fields``, cached per file version, so the static checks and
 the surface reuse it), and checks ``tokenizer.ggml.tokens`` / ``token_type`` / ``merges``.
-Only when the reader fails are the first four bytes looked at, to tell "not a GGUF" (the
-magic) from "truncated or corrupt". Without ``gguf`` installed nothing is read: it returns
-None and ``validate_directory`` records that on its result.
+Only when the reader fails are the first bytes looked at, to tell a git-lfs pointer, an empty
+file or "not a GGUF" (the magic) from "truncated or corrupt". Without ``gguf`` installed nothing
+is read: it returns None and ``validate_directory`` records that on its result.
 
 Out of scope: whether the vocabulary equals the artifact's (the gate's GGUF and surface checks).
 """
@@ -19,6 +19,7 @@ from typing import Any
 from conformance.backends import dist_version
 from conformance.core.layout import gguf_fields
 from conformance.validate.common import fail, first_line, rethrow_interrupts
+from conformance.validate.download import refuse_placeholder, unreadable
 
 NOT_CHECKED = "GGUF not checked: gguf is not installed; pip install 'stacktok[gguf]'"
 _INT_TYPES = frozenset({"UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "UINT64", "INT64"})
@@ -52,6 +53,8 @@ def _read_fields(path: Path) -> dict[str, tuple[Any, str]]:
         rethrow_interrupts(exc)
         error = exc
     head = _head(path)
+    refuse_placeholder(path, head)
+    head = head[:4]
     if head != b"GGUF":
         what = f"starts with {head!r}, not" if len(head) == 4 else f"is {len(head)} bytes long, without"
         fail(path, "header", f"{what} the magic b'GGUF'", "this is not a GGUF file: re-export it")
@@ -67,9 +70,9 @@ def _read_fields(path: Path) -> dict[str, tuple[Any, str]]:
 def _head(path: Path) -> bytes:
     try:
         with open(path, "rb") as f:
-            return f.read(4)
+            return f.read(64)
     except OSError as exc:
-        fail(path, "file", f"cannot be read ({exc.strerror or exc})", "check that it exists and is readable")
+        unreadable(path, exc)
 
 
 def _check_gguf_array(

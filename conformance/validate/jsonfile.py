@@ -1,9 +1,11 @@
 """Strict reading: a file's bytes, UTF-8 text and JSON value, each failure naming where.
 
-- :func:`read_bytes`: the bytes, or "cannot be read" with the OS reason;
+- :func:`read_bytes`: the bytes, or "cannot be read" with the OS reason (a dangling symlink, a
+  directory, a git-lfs pointer or an empty file named as such: ``conformance.validate.download``);
 - :func:`decode_utf8`: UTF-8 text, or the first bad byte with its offset and line;
 - :func:`parse_json`: the JSON value of bytes already read, or the line and column of a syntax
-  error, the key that appears twice in one object, or the ``NaN``/``Infinity`` Rust and JS reject.
+  error (or where a truncated file ends), the key that appears twice in one object, or the
+  ``NaN``/``Infinity`` (or a number that overflows to infinity) Rust and JS reject.
 
 Out of scope: what the JSON must hold (``tokenizer_json``, ``configs``); JSONL user data
 (``conformance.core.fixtures``).
@@ -16,13 +18,17 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from conformance.validate.common import fail
+from conformance.validate.download import refuse_placeholder, unreadable
 
 
 def read_bytes(path: Path) -> bytes:
+    """The file's bytes; a dangling symlink, a directory, a git-lfs pointer or an empty file fails."""
     try:
-        return Path(path).read_bytes()
+        data = Path(path).read_bytes()
     except OSError as exc:
-        fail(path, "file", f"cannot be read ({exc.strerror or exc})", "check that it exists and is readable")
+        unreadable(path, exc)
+    refuse_placeholder(path, data)
+    return data
 
 
 def decode_utf8(path: Path, data: bytes) -> str:
@@ -59,17 +65,35 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:40]} overflows a 64-bit float (Python reads it as infinity)")
+    return value
+
+
 def parse_json(path: Path, data: bytes) -> Any:
     """Parse the bytes of ``path`` strictly; :class:`InputError` names the byte, line/column or key."""
     text = decode_utf8(path, data)
     try:
-        return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_reject_constant)
+        return json.loads(
+            text, object_pairs_hook=_unique_pairs, parse_constant=_reject_constant, parse_float=_finite_float
+        )
     except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()):
+            fail(
+                path,
+                f"line {exc.lineno} column {exc.colno}",
+                f"the JSON ends early ({exc.msg}): the file is truncated",
+                "download or copy it again",
+            )
         fail(
             path,
             f"line {exc.lineno} column {exc.colno}",
             f"not valid JSON ({exc.msg})",
-            "fix the JSON syntax",
+            "fix the JSON syntax (a UTF-8 BOM must be removed)"
+            if text.startswith("\ufeff")
+            else "fix the JSON syntax",
         )
     except _DuplicateKey as exc:
         fail(

@@ -33,11 +33,11 @@ def validate_template(path: Path | str, where: str, source: str) -> bool:
         return False
     import jinja2
 
-    from conformance.core.template import compile_template
+    from conformance.core.template import TemplateCompileError, compile_template
 
     try:
         compile_template(source)
-    except jinja2.TemplateSyntaxError as exc:
+    except (jinja2.TemplateSyntaxError, TemplateCompileError) as exc:
         fail(
             path,
             f"{where} line {exc.lineno}",
