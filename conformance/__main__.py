@@ -26,9 +26,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from stacktok_export._atomic import write_text_atomic
-from stacktok_export.artifact import EXPORT_DIR, default_artifact_path, project_root
-
 from conformance.backends import REGISTRY, backend_list, check_selection, unavailable_backends
 from conformance.checks.causes import explain
 from conformance.checks.runner import BackendResult, result_rows, run_suite
@@ -42,6 +39,8 @@ from conformance.report.json import results_document, to_json
 from conformance.report.matrix import matrix_row
 from conformance.report.text import render_table, render_verdict
 from conformance.validate import validate_directory
+from stacktok_export._atomic import write_text_atomic
+from stacktok_export.artifact import EXPORT_DIR, default_artifact_path, project_root
 
 PROG = "conformance"
 #: the checkout's exported directory (``python -m conformance`` runs from a checkout)
@@ -58,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--probes", type=Path, action="append", default=[])
     p.add_argument("--chats", type=Path, action="append", default=[])
     p.add_argument("--text", type=Path, action="append", default=[])
+    p.add_argument("--only-user-data", action="store_true", help="run only --probes/--text/--chats")
     p.add_argument("--json", type=Path, default=None, help="write the JSON report here")
     p.add_argument("--matrix", type=Path, default=None, help="write support-matrix rows (JSONL)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -80,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
     exports = Exports.discover(args.dir, artifact=args.artifact)
     require_any_export(exports, args.dir, verb="check")
     validate_directory(exports, directory=args.dir)
-    fixtures = FixtureSet.load(probes=args.probes, chats=args.chats, texts=args.text)
+    fixtures = FixtureSet.load(
+        probes=args.probes, chats=args.chats, texts=args.text, shipped=not args.only_user_data
+    )
     unavailable_backends(backends, exports, required=args.require)  # a required one: INCOMPLETE now
     results, stale, _ = run_suite(exports, fixtures, backends, progress=progress)
     versions = {r.name: r.version for r in results if r.version}

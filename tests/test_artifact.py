@@ -147,8 +147,8 @@ def test_vocab_over_16_bits_is_refused(tmp_path) -> None:
 
     import pytest
 
-    from stacktok_export import ArtifactError, StackTokenizer
     from stacktok_cli import main
+    from stacktok_export import ArtifactError, StackTokenizer
 
     with pytest.raises(ValueError, match="over 65536"):
         StackTokenizer().train_from_iterable(["a b"], vocab_size=70_000)

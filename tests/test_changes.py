@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from conformance import __main__ as conformance_main
-from conformance.matrix import changes
 from conformance.backends import tokenizers_backend
+from conformance.matrix import changes
 from conformance.report import support_matrix
 
 from .conftest import ROOT, need

@@ -170,8 +170,8 @@ def test_a_huge_whole_file_document_is_refused(tmp_path: Path, monkeypatch) -> N
 
 
 def test_train_reads_jsonl_fields_and_keeps_crlf(tmp_path: Path) -> None:
-    from stacktok_export import StackTokenizer
     from stacktok_cli import main
+    from stacktok_export import StackTokenizer
 
     rows = [{"body": "line one\r\nline two\r\n" * 20}, {"body": "more\r\ntext\r\n" * 20}]
     (tmp_path / "a.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")

@@ -7,7 +7,7 @@ behaves identically must pass; the gate must never write into the directory.
 
 from __future__ import annotations
 
-import hashlib
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +28,7 @@ from .helpers import (
     json_edit,
     remove,
     run_gate,
+    snapshot,
 )
 
 pytestmark = pytest.mark.transformers  # runs under transformers 4.57.x and 5.x
@@ -38,14 +39,6 @@ FAST = "reference,tiktoken,tokenizers,transformers-reload,llama.cpp"
 def make_checkpoint(dest: Path) -> Path:
     """A realistic checkpoint directory: tokenizer files, GGUF, .tiktoken, model configs."""
     return build_checkpoint(dest, exports="inside", model_config=True)
-
-
-def snapshot(directory: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(directory.rglob("*"))
-        if p.is_file()
-    }
 
 
 # ------------------------------------------------------------------ mutators
@@ -332,16 +325,19 @@ def test_identically_behaving_hand_edit_passes(tmp_path, gate_files) -> None:
     assert warn["status"] == "warn" and "tokenizer.json" in warn["message"]
 
 
-def test_required_missing_backend_exits_2(tmp_path, gate_files) -> None:
+def test_required_backend_that_cannot_run_is_incomplete_at_once(tmp_path, gate_files) -> None:
+    """``--require`` is decided before any check runs (issue 20): a required backend without its
+    file is INCOMPLETE (exit 4) within seconds, naming why, and nothing is reported as checked."""
     ckpt = build_checkpoint(tmp_path / "ckpt", exports="inside", model_config=True, edits=[remove(GGUF)])
+    report = tmp_path / "report.json"
+    start = time.perf_counter()
     run = run_gate(
-        ckpt, "--require", "llama.cpp", data=gate_files, backends="reference,llama.cpp", report=True
+        ckpt, "--require", "llama.cpp", "--json", str(report), data=gate_files, backends="reference,llama.cpp"
     )
-    code, report = run.code, run.report
-    assert code == 2
-    rows = [c for c in report["checks"] if c["backend"] == "llama.cpp"]
-    assert rows and all(c["status"] == "skip" for c in rows)  # no .gguf: not checked, never passed
-    assert "not checked: llama.cpp (no .gguf file in the directory)" in report["verdict"]
+    assert run.code == 4
+    assert time.perf_counter() - start < 30  # stopped before any backend ran (the full run takes minutes)
+    assert "INCOMPLETE: required backend llama.cpp cannot run: no .gguf in the directory" in run.stderr
+    assert "verdict:" not in run.stdout and not report.exists()
 
 
 def test_gate_refuses_to_write_into_the_directory(tmp_path) -> None:

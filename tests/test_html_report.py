@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.report.html import grid_markdown, to_html
 from conformance.core.rows import Row
+from conformance.report.html import grid_markdown, to_html
 
 ROWS = [
     Row("config.no_double_bos", "files", "pass", "ok"),

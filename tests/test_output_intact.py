@@ -27,6 +27,7 @@ from conformance.core.fixtures import load_probes
 from conformance.core.layout import Exports
 
 from .conftest import ROOT, SHIPPED, SHIPPED_HF, need
+from .tiny_llama import write_tiny_llama
 
 GGUF = ROOT / "tokenizer" / "stack100m-32768.gguf"
 RUNS = 30
@@ -55,7 +56,7 @@ def test_gate_with_two_workers_over_both_llama_backends_always_prints_table_and_
     assert lost == []
 
 
-def _silences_stdout(exports: Exports) -> object:
+def _silences_stdout(name: str, exports: Exports) -> object:
     """A backend load that does what ``suppress_stdout_stderr`` left behind: /dev/null on fd 1."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
@@ -66,7 +67,7 @@ def _silences_stdout(exports: Exports) -> object:
 def test_a_load_that_redirects_fd_1_is_undone_and_is_an_error(
     monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("conformance.checks.loading.load_backend", lambda name, exports: _silences_stdout(exports))
+    monkeypatch.setattr("conformance.checks.loading.load_backend", _silences_stdout)
     before = os.fstat(1)
     loaded = load_named("llama.cpp", Exports.discover(SHIPPED_HF, artifact=SHIPPED))
     after = os.fstat(1)
@@ -98,12 +99,23 @@ def test_a_clean_load_is_still_loaded() -> None:
     assert loaded.status == "loaded", loaded
 
 
-def test_default_encode_is_exactly_llama_tokenize_with_its_defaults() -> None:
+@pytest.fixture(scope="module")
+def adds_bos_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A GGUF whose tokenizer adds BOS (the tiny Llama's foreign llama-bpe keys)."""
+    need("gguf", "gguf")
+    return write_tiny_llama(tmp_path_factory.mktemp("bos") / "foreign.gguf")
+
+
+@pytest.mark.parametrize("which", ["shipped", "adds-bos"])
+def test_default_encode_is_exactly_llama_tokenize_with_its_defaults(which: str, request) -> None:
     """The direct ``llama_tokenize(add_special=True, parse_special=False)`` equals the old
-    ``Llama(vocab_only=True).tokenize(text)`` on every shipped probe (one ``Llama``, one thread)."""
+    ``Llama(vocab_only=True).tokenize(text)`` on every shipped probe (one ``Llama``, one thread),
+    over the shipped GGUF and over one that adds BOS (where ``add_special`` shows)."""
     llama_cpp = need("llama_cpp", "llama")
-    tok = LlamaCppTokenizer(GGUF)
-    old = llama_cpp.Llama(model_path=str(GGUF), vocab_only=True, verbose=True)
+    path = GGUF if which == "shipped" else request.getfixturevalue("adds_bos_gguf")
+    tok = LlamaCppTokenizer(path)
+    assert tok.adds_bos == (which == "adds-bos")
+    old = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=True)
     old.verbose = False
     probes = load_probes(ROOT / "fixtures" / "probes.jsonl")
     assert len(probes) > 5000

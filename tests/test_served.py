@@ -11,7 +11,6 @@ may be left. Install recipe: ``conformance/INSTALL-served.md``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -38,6 +37,7 @@ from .helpers import (
     probe_rows,
     replace,
     run_gate,
+    snapshot,
     write_jsonl,
 )
 
@@ -107,18 +107,14 @@ def _procs_mentioning(needle: str) -> list[int]:
     return found
 
 
-def _tree_hash(d: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.iterdir()) if p.is_file()}
-
-
 def _run(tokenizer_dir: Path, workdir: Path, shipped_tok) -> dict:
-    before = _tree_hash(tokenizer_dir)
+    before = snapshot(tokenizer_dir)
     rows = check_served(tokenizer_dir, shipped_tok, PROBES, CHATS, workdir=workdir)
     return {
         "rows": {r.check: r for r in rows},
         "names": [r.check for r in rows],
         "left": _procs_mentioning(str(workdir / "model")),
-        "unchanged": _tree_hash(tokenizer_dir) == before,
+        "unchanged": snapshot(tokenizer_dir) == before,
         "model": workdir / "model",
     }
 

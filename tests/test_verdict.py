@@ -26,11 +26,18 @@ from conformance.backends import (
     readers_of,
     reads_present,
     require,
+    shared_reference,
     unavailable_backends,
 )
 from conformance.core.clean_spaces import clean_spaces
-from conformance.core.declared import CLEAN_SPACES, LONG_S, UNICODE_TABLES, Declarations, applies
-from conformance.core.declared import is_newer_than_stdlib
+from conformance.core.declared import (
+    CLEAN_SPACES,
+    LONG_S,
+    UNICODE_TABLES,
+    Declarations,
+    applies,
+    is_newer_than_stdlib,
+)
 from conformance.core.errors import (
     FixtureError,
     InputError,
@@ -45,8 +52,8 @@ from conformance.core.protocol import BackendMissing
 from conformance.core.rows import (
     FILES,
     Row,
-    exit_code,
     excluded_by_name,
+    exit_code,
     failed,
     incomplete,
     not_checked,
@@ -57,6 +64,8 @@ from conformance.core.rows import (
 )
 from conformance.gate.behaviour import behaviour_proof
 from stacktok_export import ArtifactError, StackTokenizer
+
+from .helpers.paths import SHIPPED
 
 ALL_STATUSES = ("pass", "fail", "warn", "skip", "missing", "error", "info")
 
@@ -72,7 +81,8 @@ def test_row_rejects_an_unknown_status_and_keeps_its_defaults() -> None:
     for status in ALL_STATUSES:
         assert Row("c", FILES, status, "m").status == status
     assert Row("c", "b", "pass", "m").to_json() == {
-        "check": "c", "backend": "b", "status": "pass", "message": "m", "fix": "", "declared": 0, "window": None,
+        "check": "c", "backend": "b", "status": "pass", "message": "m",
+        "fix": "", "declared": 0, "window": None,
     }  # fmt: skip
 
 
@@ -129,11 +139,14 @@ def test_required_not_run_names_required_backends_whose_conformance_row_did_not_
     assert required_not_run(rows, required=["tiktoken"], served=True) == ["tiktoken"]  # no served row
 
 
-@pytest.mark.parametrize(("status", "named"), [("missing", True), ("skip", True), ("pass", False), ("fail", False)])
+@pytest.mark.parametrize(
+    ("status", "named"), [("missing", True), ("skip", True), ("pass", False), ("fail", False)]
+)
 def test_required_not_run_names_the_server_only_when_served_was_asked(status: str, named: bool) -> None:
     rows = [r("pass", "tokenizers"), r(status, "vllm-server", check="served")]
     assert required_not_run(rows, required=[], served=True) == (["vllm-server"] if named else [])
     assert required_not_run(rows, required=[], served=False) == []
+    assert required_not_run(rows, required=[]) == []  # the served path is asked for explicitly
     other = [r(status, "vllm-server", check="served.chat")]
     assert required_not_run(other, required=[], served=True) == []
 
@@ -184,7 +197,10 @@ def test_verdict_line_words() -> None:
     assert verdict_line([r("pass")], 0) == "PASS"
     assert verdict_line([r("fail")], 1) == "FAIL"
     rows = [r("missing", "tiktoken"), r("error", "llama.cpp")]
-    assert verdict_line(rows, 4) == "INCOMPLETE — not checked: tiktoken (not installed), llama.cpp (cannot load the directory)"
+    incomplete_line = (
+        "INCOMPLETE — not checked: tiktoken (not installed), llama.cpp (cannot load the directory)"
+    )
+    assert verdict_line(rows, 4) == incomplete_line
     assert verdict_line(rows[:1], 0) == "PASS — not checked: tiktoken (not installed)"
     with pytest.raises(KeyError):
         verdict_line([], 2)  # a usage error carries no verdict
@@ -259,9 +275,10 @@ def test_each_judged_section_is_proven_by_its_own_checks() -> None:
         static = [Row(check, FILES, "warn", "w")]
         return behaviour_proof(static, [r("pass", "tokenizers", f"conformance.{proof}")])[0].status
 
-    assert [verdict("config.special_flags", c) for c in ("trusted", "injection", "encode")] == ["warn", "warn", "fail"]
-    assert [verdict("config.post_processor", c) for c in ("encode", "default", "trusted")] == ["warn", "warn", "fail"]
-    assert [verdict("config.decoder", c) for c in ("decode", "single_tokens", "encode")] == ["warn", "warn", "fail"]
+    proven_wrong = ["warn", "warn", "fail"]
+    assert [verdict("config.special_flags", c) for c in ("trusted", "injection", "encode")] == proven_wrong
+    assert [verdict("config.post_processor", c) for c in ("encode", "default", "trusted")] == proven_wrong
+    assert [verdict("config.decoder", c) for c in ("decode", "single_tokens", "encode")] == proven_wrong
     assert [verdict(c, "trusted") for c in ("config.normalizer", "config.bpe_model")] == ["warn", "warn"]
 
 
@@ -280,15 +297,17 @@ def test_backend_list_parses_dedupes_and_rejects_unknown_names() -> None:
     assert backend_list("") == []
     with pytest.raises(argparse.ArgumentTypeError) as info:
         backend_list("reference,nope,llama")
-    known = "reference, tiktoken, tokenizers, transformers, transformers-reload, llama.cpp, llama.cpp-detokenize, vllm, trl"
+    known = (
+        "reference, tiktoken, tokenizers, transformers, transformers-reload, llama.cpp, "
+        "llama.cpp-detokenize, vllm, trl"
+    )
     assert str(info.value) == f"unknown backend(s) ['nope', 'llama']; choose from {known}"
 
 
 def test_reads_present_follows_the_file_each_backend_reads(tmp_path: Path) -> None:
     bare = exports(tmp_path)
-    assert [reads_present(n, bare) for n in ("reference", "transformers", "tokenizers", "llama.cpp", "tiktoken")] == [
-        True, True, False, False, False,
-    ]  # fmt: skip
+    names = ("reference", "transformers", "tokenizers", "llama.cpp", "tiktoken")
+    assert [reads_present(n, bare) for n in names] == [True, True, False, False, False]
     assert reads_present("tokenizers", exports(tmp_path, hf=True)) is True
     assert reads_present("llama.cpp-detokenize", exports(tmp_path, gguf=True)) is True
     assert reads_present("tiktoken", exports(tmp_path, tiktoken=True)) is True
@@ -299,7 +318,14 @@ def test_cannot_run_skips_an_absent_file_before_it_looks_for_the_library(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(
-        BACKENDS, "trl", Entry(".trl_backend", "tokenizer.json", needs=("os", "no_such_mod_a", "no_such_mod_b"), install="pip install z")
+        BACKENDS,
+        "trl",
+        Entry(
+            ".trl_backend",
+            "tokenizer.json",
+            needs=("os", "no_such_mod_a", "no_such_mod_b"),
+            install="pip install z",
+        ),
     )
     assert cannot_run("trl", exports(tmp_path)) == ("skip", "no tokenizer.json in the directory")
     assert cannot_run("trl", exports(tmp_path, hf=True)) == (
@@ -315,7 +341,9 @@ def test_cannot_run_skips_an_absent_file_before_it_looks_for_the_library(
 def test_unavailable_backends_lists_optional_ones_and_stops_on_a_required_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(BACKENDS, "trl", Entry(".trl_backend", "tokenizer.json", needs=("no_such_mod_a",), install="do x"))
+    monkeypatch.setitem(
+        BACKENDS, "trl", Entry(".trl_backend", "tokenizer.json", needs=("no_such_mod_a",), install="do x")
+    )
     ex = exports(tmp_path, hf=True)
     names = ["reference", "llama.cpp", "trl", "tiktoken"]
     assert unavailable_backends(names, ex, required=["reference"]) == (
@@ -327,7 +355,8 @@ def test_unavailable_backends_lists_optional_ones_and_stops_on_a_required_one(
     with pytest.raises(RequiredUnavailable) as info:
         unavailable_backends(names, ex, required=["tiktoken", "trl"])
     assert str(info.value) == (
-        "required backend trl cannot run: no_such_mod_a not installed; do x; install it, or drop it from --require"
+        "required backend trl cannot run: no_such_mod_a not installed; do x; "
+        "install it, or drop it from --require"
     )
 
 
@@ -347,10 +376,37 @@ def test_check_selection_usage_errors_in_order() -> None:
     assert check_selection(["reference"], []) is None
 
 
+def test_load_backend_builds_the_named_adapter_or_reports_it_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shipped = Exports(artifact=SHIPPED, hf_dir=None, tiktoken=None, gguf=None)
+    reference = load_backend("reference", shipped)
+    assert reference.name == "reference"
+    assert list(reference.encode("hello world", allow_special=False)) == [5311, 6213]
+    monkeypatch.setitem(BACKENDS, "trl", Entry(".no_such_adapter", "tokenizer.json"))
+    with pytest.raises(BackendMissing, match=r"^the trl adapter cannot be imported \(No module named "):
+        load_backend("trl", shipped)
+
+
+def test_shared_reference_is_loaded_once_per_file_version(tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    copy = tmp_path / "artifact.json"
+    shutil.copyfile(SHIPPED, copy)
+    first = shared_reference(copy)
+    assert first.vocab_size == 32768
+    assert shared_reference(copy) is first
+    os.utime(copy, ns=(1_000_000_000, 1_000_000_000))
+    assert shared_reference(copy) is not first  # a new file version loads again
+
+
 def test_backend_loading_edges(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"^unknown backend 'nope'; choose from reference, tiktoken, "):
         load_backend("nope", exports(tmp_path))
-    with pytest.raises(BackendMissing, match=r"^no_such_mod_a is not installed \(.*\); pip install 'stacktok\[hf\]'$"):
+    with pytest.raises(
+        BackendMissing, match=r"^no_such_mod_a is not installed \(.*\); pip install 'stacktok\[hf\]'$"
+    ):
         require("no_such_mod_a", "hf")
     assert require("json", "hf").__name__ == "json"
     assert dist_version("no-such-distribution-xyz") == "unknown"
@@ -378,21 +434,23 @@ class Fake:
 
     def __init__(self, ref: StackTokenizer, *, name: str = "llama.cpp", version: str = "", drift: str = "",
                  stand: str = "!", long_s: bool = False, clean: bool = False, trusting: bool = False,
-                 raises: bool = False) -> None:  # fmt: skip
+                 raises: bool = False, raises_over: int = 0) -> None:  # fmt: skip
         Fake.made += 1
         self.ref, self.name, self.version = ref, name, version or f"0.3.{Fake.made}"
-        self.stand = stand
-        self.drift, self.long_s, self.clean, self.trusting, self.raises = drift, long_s, clean, trusting, raises
+        self.drift, self.stand, self.long_s, self.clean = drift, stand, long_s, clean
+        self.trusting, self.raises, self.raises_over = trusting, raises, raises_over
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
-        if self.raises:
+        if self.raises or (self.raises_over and len(text) > self.raises_over):
             raise RuntimeError("backend crashed")
         if self.long_s:
             text = text.replace("'ſ", "'s")
         if self.drift and self.drift in text:
             stand = text.replace(self.drift, self.stand)
             ref = self.ref
-            return [i for m in ref._split_re.finditer(stand) for i in ref._bpe(text[m.start() : m.end()].encode())]
+            return [
+                i for m in ref._split_re.finditer(stand) for i in ref._bpe(text[m.start() : m.end()].encode())
+            ]
         return self.ref.encode(text, allowed_special="all" if allow_special or self.trusting else frozenset())
 
     def decode_bytes(self, ids: list[int]) -> bytes:
@@ -402,7 +460,9 @@ class Fake:
         return clean_spaces(got) if self.clean else got
 
 
-def div(id: str, *, backend: str = "llama.cpp", check: str = "encode", versions: str = "*", **kw) -> Divergence:
+def div(
+    id: str, *, backend: str = "llama.cpp", check: str = "encode", versions: str = "*", **kw
+) -> Divergence:
     return Divergence(id, backend, check, versions, "reason", "https://example.invalid/issue", **kw)
 
 
@@ -432,9 +492,17 @@ def test_a_probe_declaration_covers_only_its_probes(ref: StackTokenizer) -> None
     assert decl.declared(fake, "encode", probe("x", id="huge-1")) is d
     assert decl.declared(fake, "encode", probe("x", id="small-1")) is None
     assert decl.declared(fake, "decode", probe("x", id="huge-1")) is None
+    ranged = Declarations(
+        [div("old", probe="*", versions="<0.3"), div("new", probe="*", versions=">=0.3,<0.4")], ref
+    )
+    assert ranged.declared(fake, "encode", probe("x")).id == "new"
+    assert ranged.declared(Fake(ref, version="0.2.9"), "encode", probe("x")).id == "old"
+    assert ranged.declared(Fake(ref, version="1.0"), "encode", probe("x")) is None
 
 
-def test_unicode_tables_cover_a_difference_only_when_the_drifting_code_points_explain_it(ref: StackTokenizer) -> None:
+def test_unicode_tables_cover_a_difference_only_when_the_drifting_code_points_explain_it(
+    ref: StackTokenizer,
+) -> None:
     d = div("tables", cause=UNICODE_TABLES, versions="<0.4")
     decl = Declarations([div("long", cause=LONG_S), d], ref)
     fake = Fake(ref, drift="é")
@@ -473,7 +541,14 @@ def test_long_s_covers_only_texts_holding_apostrophe_long_s(ref: StackTokenizer)
     fake = Fake(ref, long_s=True)
     assert decl.declared(fake, "encode", probe("it'ſ here")) is d
     assert decl.declared(fake, "trusted", probe("it'ſ <|bos|>")) is d
-    assert decl.declared(Fake(ref, long_s=True, trusting=True), "encode", probe("it'ſ <|bos|>")) is None
+    trusting = Fake(ref, long_s=True, trusting=True)
+    assert decl.declared(trusting, "encode", probe("it'ſ <|bos|>")) is None
+    assert decl.declared(trusting, "trusted", probe("it'ſ <|bos|>")) is d
+    assert decl.explained_by_long_s(trusting, "it'ſ <|bos|>", trusted=True) is True
+    # the ſ is removed, nothing else: a backend that also splits "X" differently still agrees on "it'"
+    assert (
+        decl.explained_by_long_s(Fake(ref, long_s=True, drift="X", stand="5"), "it'ſ", trusted=False) is True
+    )
     assert decl.declared(fake, "encode", probe("it's ſ here")) is None
     assert decl.explained_by_long_s(Fake(ref, long_s=True, drift="é"), "café it'ſ", trusted=False) is False
     assert decl.explained_by_long_s(Fake(ref, raises=True), "it'ſ", trusted=False) is False
@@ -493,7 +568,9 @@ def test_clean_spaces_covers_decode_differences_that_are_exactly_the_transform(r
     assert decl.explained_by_clean_spaces(Fake(ref, drift="é"), "decode", probe("hi , there .")) is False
 
 
-def test_clean_spaces_covers_single_tokens_when_every_changed_id_is_the_transform(ref: StackTokenizer) -> None:
+def test_clean_spaces_covers_single_tokens_when_every_changed_id_is_the_transform(
+    ref: StackTokenizer,
+) -> None:
     d = div("clean", cause=CLEAN_SPACES, check="single_tokens")
     decl = Declarations([d], ref)
     assert decl.declared(Fake(ref, clean=True), "single_tokens", probe("")) is d
@@ -516,6 +593,10 @@ def test_any_drift_scans_blocks_then_code_points(ref: StackTokenizer) -> None:
     assert decl.any_drift(Fake(ref, drift="é"), ["ascii", "café"]) is True
     assert decl.any_drift(Fake(ref, raises=True), ["café"]) is False  # raising is a difference, not tables
     assert decl.any_drift(Fake(ref, drift="é"), []) is False
+    wide = "".join(chr(c) for c in range(0x4E00, 0x4E00 + 600))  # CJK letters; the last is in the 3rd block
+    assert decl.any_drift(Fake(ref, drift=chr(0x4E00 + 599)), [wide]) is True
+    # a backend that crashes on a whole block still has each code point asked on its own
+    assert decl.any_drift(Fake(ref, drift="é", raises_over=10), ["café", "über"]) is True
 
 
 NEW = "\U0001fae8"  # SHAKING FACE: Unicode 15, newer than Python 3.11's unicodedata (14.0)
@@ -529,11 +610,15 @@ def test_is_newer_than_stdlib() -> None:
 
 def test_stale_declarations(ref: StackTokenizer) -> None:
     decls = [
+        div("not-ran-first", backend="vllm", probe="*"),
+        div("used-first", probe="*"),
+        div("long-first", cause=LONG_S),
         div("tables", cause=UNICODE_TABLES),
         div("long", cause=LONG_S),
         div("clean", cause=CLEAN_SPACES, check="decode"),
         div("probe-any", check="*", probe="p-*"),
         div("probe-decode", check="decode", category="huge"),
+        div("probe-ranged", probe="p-*", versions=">=0.3,<0.4"),
         div("used", probe="*"),
         div("old", probe="*", versions="<0.1"),
         div("not-ran", backend="vllm", probe="*"),
@@ -541,8 +626,10 @@ def test_stale_declarations(ref: StackTokenizer) -> None:
     decl = Declarations(decls, ref)
     ran = {"llama.cpp": Fake(ref)}
     probes = [probe(f"x {NEW} , y", id="p-1", category="huge")]
-    assert decl.stale(ran, {"used"}, probes) == ["tables", "clean", "probe-any", "probe-decode"]
-    assert decl.stale({"llama.cpp": Fake(ref, drift=NEW, stand="a")}, {"used"}, probes) == ["clean", "probe-any", "probe-decode"]
+    used = {"used", "used-first"}
+    assert decl.stale(ran, used, probes) == ["tables", "clean", "probe-any", "probe-decode", "probe-ranged"]
+    drifting = {"llama.cpp": Fake(ref, drift=NEW, stand="a")}
+    assert decl.stale(drifting, used, probes) == ["clean", "probe-any", "probe-decode", "probe-ranged"]
     quiet = [probe("plain", id="q-1", category="short")]
-    assert decl.stale(ran, {"used"}, quiet) == []
+    assert decl.stale(ran, used, quiet) == []
     assert decl.stale({}, set(), probes) == []

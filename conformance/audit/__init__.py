@@ -50,9 +50,6 @@ differences that are not Unicode tables (llama.cpp's ``'[sS]`` vs case-folded
 
 from __future__ import annotations
 
-from stacktok_export.drift import choose_shape
-from stacktok_export.textbook import MergeListBPE
-
 from conformance.audit.command import add_arguments, main, run_audit
 from conformance.audit.findings import Evidence, Findings, Found
 from conformance.audit.unicode_scan import (
@@ -64,6 +61,8 @@ from conformance.audit.unicode_scan import (
 )
 from conformance.audit.unicode_scan import code_point_runs as _ranges  # the tests' old name
 from conformance.audit.vocabulary import VIOLATIONS
+from stacktok_export.drift import choose_shape
+from stacktok_export.textbook import MergeListBPE
 
 __all__ = [
     "SENTINELS",

@@ -17,16 +17,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from stacktok_export import StackTokenizer
-from stacktok_export.drift import Shape
-from stacktok_export.export import FORMATS, export_paths, render_format
-
 from conformance.audit.findings import Found, found
 from conformance.audit.unicode_scan import Encode, Scan, scan_blocks, sentinel_classes
 from conformance.core.declared import UNICODE_TABLES
 from conformance.core.fixtures import FIXTURES, Divergence, FixtureError, load_divergences, version_matches
 from conformance.core.layout import Exports
 from conformance.core.protocol import Backend, BackendMissing
+from stacktok_export import StackTokenizer
+from stacktok_export.drift import Shape
+from stacktok_export.export import FORMATS, export_paths, render_format
 
 SCANNABLE = ("tiktoken", "tokenizers", "transformers", "llama.cpp")
 DEFAULT_BACKENDS = ("tiktoken", "tokenizers", "llama.cpp")

@@ -10,12 +10,8 @@ Out of scope: what any finding checks (the other modules of ``conformance.audit`
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
-
-from stacktok_export._atomic import write_text_atomic
-from stacktok_export.progress import Progress
 
 from conformance.audit.backends import DEFAULT_BACKENDS, SCANNABLE
 from conformance.audit.findings import Findings
@@ -23,8 +19,10 @@ from conformance.audit.render import render_human, report_text, verdict_line
 from conformance.audit.target import resolve_target
 from conformance.audit.unicode_tables import Say, audit_unicode, skipped_unicode
 from conformance.audit.vocabulary import vocab_findings
-from conformance.core.errors import UsageError
 from conformance.core.rows import exit_code
+from conformance.report.entry import verdict_or_usage
+from stacktok_export._atomic import write_text_atomic
+from stacktok_export.progress import Progress
 
 
 def run_audit(args: argparse.Namespace) -> int:
@@ -92,8 +90,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        return run_audit(args)
-    except UsageError as exc:
-        print(f"stacktok audit: error: {exc}", file=sys.stderr)
-        return 2
+    return verdict_or_usage(lambda: run_audit(args), prog="stacktok audit")

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from stacktok_export import StackTokenizer
-
 from conformance.audit.findings import Findings
 from conformance.audit.target import Target, subject_label
 from conformance.core.rows import Row
+from stacktok_export import StackTokenizer
 
 
 def render_human(findings: Findings, target: Target) -> str:

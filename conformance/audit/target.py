@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from stacktok_export.bpe import shipped_artifact_path
-
 from conformance.core.errors import UsageError
+from stacktok_export.bpe import shipped_artifact_path
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,12 @@ from typing import Any
 
 import regex
 
-from stacktok_export.export.bytelevel import from_chars
-from stacktok_export.pretokenize import LLAMA3_PATTERN
-from stacktok_export.textbook import MergeListBPE
-
 from conformance.audit.findings import hex_bytes
 from conformance.audit.vocab import Vocab, read_json
 from conformance.core.errors import UsageError
+from stacktok_export.export.bytelevel import from_chars
+from stacktok_export.pretokenize import LLAMA3_PATTERN
+from stacktok_export.textbook import MergeListBPE
 
 
 def _hf_pattern(pre: Any) -> str:

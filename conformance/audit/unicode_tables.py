@@ -18,10 +18,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from stacktok_export import StackTokenizer
-from stacktok_export.drift import Shape, choose_shape
-from stacktok_export.pretokenize import engine_info
-
 from conformance.audit.backends import FORMAT_OF, scan_backend, unicode_declarations, write_exports
 from conformance.audit.findings import Found, cap, found
 from conformance.audit.unicode_scan import (
@@ -36,6 +32,9 @@ from conformance.audit.unicode_scan import (
     u_plus,
     undeclared_versions,
 )
+from stacktok_export import StackTokenizer
+from stacktok_export.drift import Shape, choose_shape
+from stacktok_export.pretokenize import engine_info
 
 Say = Callable[[str], None]
 

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stacktok_export import ArtifactError, StackTokenizer
-
 from conformance.core.errors import UsageError
+from stacktok_export import ArtifactError, StackTokenizer
 
 
 @dataclass

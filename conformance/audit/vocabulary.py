@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stacktok_export import StackTokenizer
-
 from conformance.audit.collisions import check_duplicate_bytes, check_specials_unreachable
 from conformance.audit.findings import Found
 from conformance.audit.informational import check_long_tokens, check_partial_utf8
@@ -20,6 +18,7 @@ from conformance.audit.reachability import broken_merges, check_merge_order, che
 from conformance.audit.target import Target
 from conformance.audit.tokenizer_json import load_hf_vocab
 from conformance.audit.vocab import Vocab, load_artifact_vocab
+from stacktok_export import StackTokenizer
 
 VIOLATIONS = ("self_reachable", "duplicate_bytes", "merge_order", "specials_unreachable")
 

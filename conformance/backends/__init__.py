@@ -46,7 +46,9 @@ _LLAMA = "pip install 'stacktok[llama]' (builds llama-cpp-python from source, 3-
 _HEAVY = "see conformance/INSTALL-heavy.md (CPU torch first), or run `nox -s heavy`"
 BACKENDS: dict[str, Entry] = {
     "reference": Entry(".reference", "artifact"),
-    "tiktoken": Entry(".tiktoken_backend", ".tiktoken", needs=("tiktoken",), install="pip install 'stacktok[tiktoken]'"),
+    "tiktoken": Entry(
+        ".tiktoken_backend", ".tiktoken", needs=("tiktoken",), install="pip install 'stacktok[tiktoken]'"
+    ),
     "tokenizers": Entry(".tokenizers_backend", "tokenizer.json", needs=("tokenizers",), install=_HF),
     "transformers": Entry(".transformers_backend", "artifact", needs=("transformers",), install=_HF),
     "transformers-reload": Entry(

@@ -31,8 +31,8 @@ the C API directly (``llama_model_load_from_file`` with ``vocab_only``), never t
 process-wide lock, which never redirects fds. llama.cpp's own C log goes to our callback in
 both cases; what ``verbose=True`` still prints is Python-level, to ``sys.stderr``, once per
 weights load: ``llama_print_system_info()``, ``Model metadata: {...}`` and the chat-format
-lines (``Using gguf chat template`` ...). ``verbose`` is turned off right after, so
-generation prints nothing.
+lines (``Guessed chat format``, ``Using gguf chat template``, ``Using fallback chat format`` ...).
+``verbose`` is turned off right after, so generation prints nothing.
 
 Piece decoding is byte-exact: ``decode_bytes`` joins
 ``llama_token_to_piece(special=True)`` pieces itself, because
@@ -192,7 +192,9 @@ class LlamaCppTokenizer:
         capacity = len(data) + 1 + 2 * add_special
         for _ in range(2):  # a negative result is the size llama.cpp needs
             out = (self._lib.llama_token * capacity)()
-            n = self._lib.llama_tokenize(self._vocab, data, len(data), out, capacity, add_special, parse_special)
+            n = self._lib.llama_tokenize(
+                self._vocab, data, len(data), out, capacity, add_special, parse_special
+            )
             if n >= 0:
                 return out[:n]
             capacity = -n

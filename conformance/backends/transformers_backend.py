@@ -79,6 +79,7 @@ def load_reload(exports: Exports) -> TransformersBackend:
         raise ExportAbsent("no tokenizer.json in the directory")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # never run code from the checkpoint, and never prompt for it (conformance.static.hf_files flags auto_map)
+        # never run code from the checkpoint, and never prompt for it
+        # (conformance.static.hf_files flags auto_map)
         tok = transformers.AutoTokenizer.from_pretrained(str(exports.hf_dir), trust_remote_code=False)
     return TransformersBackend(tok, name="transformers-reload", version=transformers.__version__)

@@ -43,12 +43,11 @@ from functools import partial
 
 import regex
 
-from stacktok_export import StackTokenizer
-from stacktok_export.drift import DriftCache, choose_shape
-
 from conformance.core.clean_spaces import clean_spaces
 from conformance.core.fixtures import Divergence, Probe, version_matches
 from conformance.core.protocol import Backend
+from stacktok_export import StackTokenizer
+from stacktok_export.drift import DriftCache, choose_shape
 
 UNICODE_TABLES = "unicode_tables"
 LONG_S = "long_s_contraction"

@@ -23,9 +23,8 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from stacktok_export.chat import ChatFormatError, _check_message
-
 from conformance.core.errors import FixtureError
+from stacktok_export.chat import ChatFormatError, _check_message
 
 
 def _fixtures_dir() -> Path:

@@ -72,16 +72,21 @@ def gguf_tensors(path: Path) -> dict[str, tuple[int, ...]]:
     return _gguf_read(path)[1]
 
 
-def _gguf_read(path: Path) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[int, ...]]]:
+def gguf_digest(path: Path) -> str | None:
+    """sha256 of a vocab-only GGUF's bytes, from the same read (None for a model GGUF)."""
+    return _gguf_read(path)[2]
+
+
+def _gguf_read(path: Path) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[int, ...]], str | None]:
     stat = Path(path).stat()
     return _gguf_cached(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=4)
-def _gguf_cached(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[Any, str]], dict]:
-    from stacktok_export.export.gguf_fmt import read_gguf
+def _gguf_cached(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[Any, str]], dict, str | None]:
+    from stacktok_export.export.gguf_fmt import read_gguf_file
 
-    return read_gguf(path)
+    return read_gguf_file(path)
 
 
 def require_any_export(exports: Exports, directory: Path, *, verb: str) -> None:
@@ -116,3 +121,31 @@ def refuse_outputs_inside(directory: Path, outputs: dict[str, Path | None], *, t
                 f"{flag} {p} is inside {directory}: the {tool} never writes into the directory it checks; "
                 "write it elsewhere"
             )
+
+
+def file_bytes(path: Path, files: Any = None) -> bytes:
+    """The bytes of ``path``: from what validation already read (``files``, a
+    ``conformance.validate.Validated``) when it holds that file, else from disk. Later stages call
+    this (and :func:`file_json`) so a gate run reads each checkpoint file once."""
+    found = files.by_path(path) if files is not None else None
+    if found is not None and found.raw is not None:
+        return found.raw
+    return Path(path).read_bytes()
+
+
+def file_json(path: Path, files: Any = None) -> Any:
+    """The parsed JSON of ``path``: validation's parse when ``files`` holds it, else read and parsed."""
+    found = files.by_path(path) if files is not None else None
+    if found is not None and found.value is not None and not isinstance(found.value, str):
+        return found.value
+    import json
+
+    return json.loads(file_bytes(path, files).decode("utf-8"))
+
+
+def file_text(path: Path, files: Any = None) -> str:
+    """The UTF-8 text of ``path`` (a template): validation's copy when ``files`` holds it."""
+    found = files.by_path(path) if files is not None else None
+    if found is not None and isinstance(found.value, str):
+        return found.value
+    return file_bytes(path, files).decode("utf-8")

@@ -13,13 +13,8 @@ Out of scope: the run itself (``conformance.fuzz.engine``) and what it prints
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterable
 from pathlib import Path
-
-from stacktok_export._atomic import write_text_atomic
-from stacktok_export.bpe import shipped_artifact_path
-from stacktok_export.progress import Progress
 
 from conformance.backends import REGISTRY, backend_list
 from conformance.core.errors import UsageError
@@ -28,6 +23,10 @@ from conformance.fuzz.config import DEFAULT_BACKENDS, DEFAULT_EXAMPLES, FuzzConf
 from conformance.fuzz.engine import run_fuzz
 from conformance.fuzz.generators import GENERATORS
 from conformance.fuzz.output import probes_jsonl, render
+from conformance.report.entry import verdict_or_usage
+from stacktok_export._atomic import write_text_atomic
+from stacktok_export.bpe import shipped_artifact_path
+from stacktok_export.progress import Progress
 
 DESCRIPTION = "``stacktok fuzz DIR``: differential fuzzing of every backend against the reference."
 
@@ -105,13 +104,13 @@ def config_from_args(args: argparse.Namespace) -> FuzzConfig:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        config = config_from_args(args)
-        with Progress(quiet=args.quiet) as say:  # the one progress view every long command uses
-            report = run_fuzz(config, say)
-    except UsageError as exc:
-        print(f"stacktok fuzz: error: {exc}", file=sys.stderr)
-        return 2
+    return verdict_or_usage(lambda: _run(args), prog="stacktok fuzz")
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    with Progress(quiet=args.quiet) as say:  # the one progress view every long command uses
+        report = run_fuzz(config, say)
     print(render(report), flush=True)
     if config.out is not None:
         write_text_atomic(config.out, probes_jsonl(report))

@@ -21,8 +21,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from stacktok_export import StackTokenizer
-
 from conformance.core.declared import Declarations
 from conformance.fuzz.compare import check_batch
 from conformance.fuzz.config import FuzzConfig
@@ -33,6 +31,7 @@ from conformance.fuzz.load import load_inputs
 from conformance.fuzz.minimize import shrink_backend
 from conformance.fuzz.oracle import Oracle
 from conformance.fuzz.results import BackendRun, FuzzReport
+from stacktok_export import StackTokenizer
 
 BATCH = 64  # examples handed to the backend threads at a time
 QUEUE_BATCHES = 8  # batches a slow backend may lag behind the generator

@@ -16,9 +16,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stacktok_export import StackTokenizer
-
 from conformance.fuzz.generators import GENERATORS, GenContext, pick
+from stacktok_export import StackTokenizer
 
 UNTRUSTED, TRUSTED = "untrusted", "trusted"
 MODES = (UNTRUSTED, TRUSTED)

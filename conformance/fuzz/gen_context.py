@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stacktok_export import StackTokenizer
-
 from conformance.core.fixtures import Probe
+from stacktok_export import StackTokenizer
 
 #: probes longer than this are not mutated (they are cut to a window anyway)
 PROBE_MAX_CHARS = 4000

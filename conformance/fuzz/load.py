@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stacktok_export import StackTokenizer
-
 from conformance.checks.loading import load_named
 from conformance.core.errors import UsageError, input_errors
 from conformance.core.fixtures import FixtureSet
@@ -25,6 +23,7 @@ from conformance.core.protocol import Backend, Capability
 from conformance.fuzz.config import FuzzConfig
 from conformance.fuzz.results import NOT_RUN, BackendRun
 from conformance.validate import validate_directory
+from stacktok_export import StackTokenizer
 
 Loaded = tuple[StackTokenizer, FixtureSet, list[tuple[Backend, BackendRun]], list[BackendRun]]
 

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stacktok_export.pretokenize import compile_pattern
-
 from conformance.checks.windows import first_window
 from conformance.fuzz.examples import MODES, reference_ids
 from conformance.fuzz.oracle import Oracle
 from conformance.fuzz.results import BackendRun, Counterexample, Raw
 from conformance.fuzz.shrink import shrink
+from stacktok_export.pretokenize import compile_pattern
 
 
 def shrink_backend(oracle: Oracle, run: BackendRun) -> None:

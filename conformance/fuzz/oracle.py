@@ -15,11 +15,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from stacktok_export import StackTokenizer
-
 from conformance.core.protocol import Backend, Capability
 from conformance.fuzz.declarations import UnicodeDeclarations
 from conformance.fuzz.examples import TRUSTED, UNTRUSTED, reference_ids
+from stacktok_export import StackTokenizer
 
 
 @dataclass(frozen=True)

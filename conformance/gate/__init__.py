@@ -16,8 +16,8 @@ Order of work, so that a verdict is only ever given on input that was read corre
 
 Exit 0 conforms (declared divergences and warnings allowed), 1 any failing or error row,
 2 usage error / malformed input, 4 INCOMPLETE (a backend that reads a file in DIR did not run
-and was not excluded by name with ``--skip``/``--backends``, or a ``--require``d one cannot run). The gate never writes into DIR
-and never runs code from it.
+and was not excluded by name with ``--skip``/``--backends``, or a ``--require``d one cannot
+run). The gate never writes into DIR and never runs code from it.
 
 Out of scope: fixing anything -- every failure says how, the engineer decides.
 """

@@ -42,8 +42,9 @@ def collect_rows(
 ) -> tuple[list[Row], list[BackendResult]]:
     """Every row of a gate run, and the backends' results (for their versions and timings)."""
     say("static checks")
-    rows = run_static(plan.exports, plan.ref)
-    rows += surface_rows(plan.exports, plan.ref)
+    files = plan.files
+    rows = (files.skip_rows() if files is not None else []) + run_static(plan.exports, plan.ref, files=files)
+    rows += surface_rows(plan.exports, plan.ref, files=files)
     say(
         f"conformance: {len(plan.fixtures.probes)} probes, {len(plan.fixtures.chats)} chats, "
         f"backends {','.join(backends)}"

@@ -19,15 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from stacktok_export._atomic import write_text_atomic
-from stacktok_export.progress import Progress
-
 from conformance.backends import REGISTRY, backend_list
 from conformance.checks.runner import BackendResult
-from conformance.core.errors import RequiredUnavailable, input_errors
 from conformance.core.rows import (
-    EXIT_INCOMPLETE,
-    EXIT_USAGE,
     Row,
     excluded_by_name,
     exit_code,
@@ -36,11 +30,14 @@ from conformance.core.rows import (
 )
 from conformance.gate.collect import collect_rows
 from conformance.gate.plan import Plan, plan
+from conformance.report.entry import verdict_or_usage
 from conformance.report.html import to_html
 from conformance.report.json import to_json
 from conformance.report.junit import to_junit
 from conformance.report.markdown import to_markdown
 from conformance.report.text import render_table, render_verdict
+from stacktok_export._atomic import write_text_atomic
+from stacktok_export.progress import Progress
 
 
 def gate_document(
@@ -81,7 +78,9 @@ def run_gate(args: argparse.Namespace) -> int:
         if run.unavailable:
             names = ",".join(name for name, status, _ in run.unavailable if status == "missing")
             notes = "; ".join(f"{name} ({why})" for name, _, why in run.unavailable)
-            hint = f" -- the verdict will be INCOMPLETE unless you exclude them: --skip {names}" if names else ""
+            hint = (
+                f" -- the verdict will be INCOMPLETE unless you exclude them: --skip {names}" if names else ""
+            )
             say(f"will not run: {notes}{hint}")
         rows, results = collect_rows(
             run, backends=list(run.backends), workers=args.workers, serve_vllm=args.serve_vllm, say=say
@@ -156,11 +155,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Entry for ``stacktok gate``; usage errors and malformed input exit 2 with one line."""
-    try:
-        return run_gate(args)
-    except RequiredUnavailable as exc:
-        print(f"stacktok gate: INCOMPLETE: {exc}", file=sys.stderr)
-        return EXIT_INCOMPLETE
-    except input_errors() as exc:
-        print(f"stacktok gate: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    return verdict_or_usage(lambda: run_gate(args), prog="stacktok gate")

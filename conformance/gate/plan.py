@@ -18,14 +18,13 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from stacktok_export import StackTokenizer
-from stacktok_export.bpe import shipped_artifact_path
-
 from conformance.backends import REGISTRY, check_selection, unavailable_backends
 from conformance.core.errors import UsageError
 from conformance.core.fixtures import FixtureSet
 from conformance.core.layout import Exports, refuse_outputs_inside, require_any_export
-from conformance.validate import validate_directory
+from conformance.validate import Validated, validate_directory
+from stacktok_export import StackTokenizer
+from stacktok_export.bpe import shipped_artifact_path
 
 
 @dataclass(frozen=True)
@@ -36,6 +35,8 @@ class Plan:
     ref: StackTokenizer
     exports: Exports
     fixtures: FixtureSet
+    #: every file validation read, parsed (later stages take them from here, never from disk)
+    files: Validated | None = None
     #: the backends that run (``--backends`` less ``--skip``), in registry order of the selection
     backends: tuple[str, ...] = ()
     #: backends excluded by name (not selected, or ``--skip``ped): named in the report, never a gap
@@ -79,7 +80,7 @@ def plan(args: argparse.Namespace) -> Plan:
     ref = StackTokenizer.load(artifact)
     exports = Exports.discover(directory, artifact=artifact)
     require_any_export(exports, directory, verb="check")
-    validate_directory(exports, directory=directory)
+    files = validate_directory(exports, directory=directory)
     fixtures = FixtureSet.load(
         probes=args.probes, chats=args.chats, texts=args.text, shipped=not args.only_user_data
     )
@@ -91,8 +92,8 @@ def plan(args: argparse.Namespace) -> Plan:
         ref=ref,
         exports=exports,
         fixtures=fixtures,
+        files=files,
         backends=tuple(backends),
         excluded=tuple(b for b in REGISTRY if b not in backends),
         unavailable=unavailable,
     )
-

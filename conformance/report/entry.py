@@ -2,10 +2,10 @@
 
 :func:`run_main` runs a command's body: bad input (:func:`conformance.core.errors.input_errors`,
 plus any ``usage_errors`` the caller adds) is ``PROG: error: ...`` and exit 2; any other
-exception is ``PROG: internal error: ...`` and exit 3; a ``--require``d backend that cannot run
-(:class:`~conformance.core.errors.RequiredUnavailable`) is ``PROG: INCOMPLETE: ...`` and exit 4 -- never 0 or 1, which carry the
-verdict -- with the full trace only when ``debug``; Ctrl-C is exit 130; a closed pipe
-(``... | head``) is exit 0.
+exception is ``PROG: internal error: ...`` and exit 3 -- never 0 or 1, which carry the
+verdict -- with the full trace only when ``debug``; a ``--require``d backend that cannot run
+(:class:`~conformance.core.errors.RequiredUnavailable`) is ``PROG: INCOMPLETE: ...`` and exit 4;
+Ctrl-C is exit 130; a closed pipe (``... | head``) is exit 0.
 
     >>> run_main(lambda: 1 // 0, prog="demo")  # doctest: +SKIP
     demo: internal error: ZeroDivisionError: integer division or modulo by zero (rerun with --debug ...
@@ -59,3 +59,17 @@ def run_main(
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+
+
+def verdict_or_usage(fn: Callable[[], int], *, prog: str) -> int:
+    """``fn()``'s exit code; bad input (``input_errors``) is ``PROG: error: ...`` and exit 2, a
+    ``--require``d backend that cannot run ``PROG: INCOMPLETE: ...`` and exit 4. Anything else
+    propagates to the entry point's :func:`run_main` (exit 3). Every suite command's ``main``."""
+    try:
+        return fn()
+    except RequiredUnavailable as exc:
+        print(f"{prog}: INCOMPLETE: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    except input_errors() as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE

@@ -47,8 +47,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from stacktok_export import StackTokenizer
-
 from conformance.core.rows import Row
 from conformance.served.checks import served_rows, shutdown_row
 from conformance.served.client import REQUEST_TIMEOUT, HttpError
@@ -75,6 +73,7 @@ from conformance.served.server import (
     serve,
 )
 from conformance.served.tally import Budget
+from stacktok_export import StackTokenizer
 
 __all__ = [
     "BACKEND",

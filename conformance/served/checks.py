@@ -35,9 +35,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from stacktok_export import StackTokenizer
-from stacktok_export.chat import ChatFormatError, render_conversation
-
 from conformance.checks.windows import first_difference
 from conformance.core.declared import Declarations
 from conformance.core.rows import Row
@@ -54,6 +51,8 @@ from conformance.served.fixes import (
 from conformance.served.items import Item, chat_items, probe_items
 from conformance.served.server import ProgressCallback, Server
 from conformance.served.tally import Budget, Tally, run_items
+from stacktok_export import StackTokenizer
+from stacktok_export.chat import ChatFormatError, render_conversation
 
 
 def excerpt(text: str, n: int = 40) -> str:

@@ -16,10 +16,9 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from stacktok_export.chat import render_text
-
 from conformance.core.rows import FILES, Row, row, skip
 from conformance.static.context import StaticContext, chat_template
+from stacktok_export.chat import render_text
 
 
 def check_chat_files(ctx: StaticContext) -> list[Row]:

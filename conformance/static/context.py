@@ -12,14 +12,12 @@ runs); the checks themselves.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from stacktok_export import StackTokenizer
-
-from conformance.core.layout import Exports, gguf_fields, gguf_tensors
+from conformance.core.layout import Exports, file_json, file_text, gguf_fields, gguf_tensors
 from conformance.static.surface.gguf import gguf_fix
+from stacktok_export import StackTokenizer
 
 JSON_FILES = (
     "tokenizer.json",
@@ -33,7 +31,9 @@ JSON_FILES = (
 class StaticContext:
     """Everything a static check needs, read once."""
 
-    def __init__(self, exports: Exports, ref: StackTokenizer) -> None:
+    def __init__(self, exports: Exports, ref: StackTokenizer, *, files: Any = None) -> None:
+        #: what validation read (``conformance.validate.Validated``): files come from it, not the disk
+        self.read = files
         self.x = exports
         self.ref = ref
         self.ids = dict(ref.special_to_id)
@@ -44,9 +44,9 @@ class StaticContext:
         if self.dir is not None:
             for name in JSON_FILES:
                 path = self.dir / name
-                self.files[name] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+                self.files[name] = file_json(path, files) if path.is_file() else None
             jinja = self.dir / "chat_template.jinja"
-            self.files["chat_template.jinja"] = jinja.read_text(encoding="utf-8") if jinja.is_file() else None
+            self.files["chat_template.jinja"] = file_text(jinja, files) if jinja.is_file() else None
             self.template, self.template_source = chat_template(
                 self.obj("tokenizer_config.json"), self.files["chat_template.jinja"]
             )

@@ -16,11 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from stacktok_export.export.gguf_fmt import merge_strings
-from stacktok_export.export.gguf_model import check_rows
-
 from conformance.core.rows import FILES, Row, row, skip
 from conformance.static.context import StaticContext
+from stacktok_export.export.gguf_fmt import merge_strings
+from stacktok_export.export.gguf_model import check_rows
 
 GOOD_GGUF_PRE = ("smaug-bpe", "dbrx")  # the Llama-3 regex without ignore_merges / add-BOS
 

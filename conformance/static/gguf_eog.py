@@ -10,11 +10,10 @@ with llama.cpp (the conformance runner).
 
 from __future__ import annotations
 
-from stacktok_export import StackTokenizer
-
 from conformance.core.layout import Exports
 from conformance.core.protocol import BackendMissing
 from conformance.core.rows import Row, row, skip
+from stacktok_export import StackTokenizer
 
 
 def check_gguf_eog(exports: Exports, ref: StackTokenizer) -> list[Row]:

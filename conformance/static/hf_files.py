@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from stacktok_export.export.hf import DECODER_JSON, pre_tokenizer_json
-
 from conformance.core.rows import FILES, Row, row, skip
 from conformance.static.context import StaticContext
+from stacktok_export.export.hf import DECODER_JSON, pre_tokenizer_json
 
 MIN_CONTEXT = 8192
 CLASSES_4X = ("PreTrainedTokenizerFast",)

@@ -14,8 +14,7 @@ behaviour (``conformance.gate.behaviour``).
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from stacktok_export import StackTokenizer
+from typing import Any
 
 from conformance.core.layout import Exports
 from conformance.core.rows import Row
@@ -25,6 +24,7 @@ from conformance.static.context import StaticContext
 from conformance.static.gguf import check_gguf
 from conformance.static.gguf_eog import check_gguf_eog
 from conformance.static.provenance import check_provenance
+from stacktok_export import StackTokenizer
 
 STATIC_CHECKS: tuple[Callable[[StaticContext], list[Row]], ...] = (
     check_provenance,
@@ -34,8 +34,10 @@ STATIC_CHECKS: tuple[Callable[[StaticContext], list[Row]], ...] = (
 )
 
 
-def run_static(exports: Exports, ref: StackTokenizer) -> list[Row]:
-    ctx = StaticContext(exports, ref)
+def run_static(exports: Exports, ref: StackTokenizer, *, files: Any = None) -> list[Row]:
+    """Every static row, in the gate's order; ``files`` is what validation read (each file is then
+    taken from it, not read again)."""
+    ctx = StaticContext(exports, ref, files=files)
     out: list[Row] = []
     for fn in STATIC_CHECKS:
         out += fn(ctx)

@@ -85,6 +85,15 @@ class Validated:
         found = self.hf.get(name)
         return None if found is None else found.raw
 
+    def by_path(self, path: Path) -> ReadFile | None:
+        """The file read at ``path`` (any of ``hf``, ``tiktoken``, ``gguf``), None if validation did
+        not read it."""
+        want = Path(path).resolve()
+        for found in (*self.hf.values(), self.tiktoken, self.gguf):
+            if found is not None and Path(found.path).resolve() == want:
+                return found
+        return None
+
     def skip_rows(self) -> list[Row]:
         """One ``skip`` row per ``not_checked`` sentence (``validate.chat_template``,
         ``validate.gguf``, ``validate.tokenizers_load``); empty when every check ran."""

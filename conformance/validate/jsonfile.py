@@ -84,7 +84,7 @@ def parse_json(path: Path, data: bytes) -> Any:
             fail(
                 path,
                 f"line {exc.lineno} column {exc.colno}",
-                f"the JSON ends early ({exc.msg}): the file is truncated",
+                f"not valid JSON ({exc.msg}): it ends early, the file is truncated",
                 "download or copy it again",
             )
         fail(

@@ -36,7 +36,6 @@ from ..bpe import StackTokenizer
 from .hf import hf_files
 from .tiktoken_fmt import tiktoken_text
 
-
 #: every export format, in the order ``render_exports`` renders them
 FORMATS = ("tiktoken", "hf", "gguf")
 

@@ -220,6 +220,17 @@ def read_gguf(
     path: str | os.PathLike[str],
 ) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[int, ...]]]:
     """:func:`read_gguf_fields` and every tensor's GGUF shape (``ne`` order), in one read."""
+    fields, tensors, _ = read_gguf_file(path)
+    return fields, tensors
+
+
+def read_gguf_file(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[int, ...]], str | None]:
+    """:func:`read_gguf` plus the sha256 of the file's bytes, hashed from the same memory map (no
+    second read) -- only for a vocab-only GGUF (None for a model GGUF: gigabytes of weights)."""
+    import hashlib
+
     gguf = require("gguf")
     reader = gguf.GGUFReader(path)
     out: dict[str, tuple[Any, str]] = {}
@@ -227,7 +238,9 @@ def read_gguf(
         kinds = [t.name for t in field.types]
         kind = (kinds[0] + "".join(f"[{k}]" for k in kinds[1:])) if kinds else "?"
         out[name] = (field.contents(), kind)
-    return out, {t.name: tuple(int(x) for x in t.shape) for t in reader.tensors}
+    tensors = {t.name: tuple(int(x) for x in t.shape) for t in reader.tensors}
+    digest = None if tensors else hashlib.sha256(memoryview(reader.data)).hexdigest()
+    return out, tensors, digest
 
 
 def read_gguf_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from .checkpoint import (
     remove,
     replace,
     resave,
+    snapshot,
     symlink,
 )
 from .data import CHATS, PROBES, TRUSTED, GateData, gate_data, probe_rows, write_jsonl
@@ -52,6 +53,7 @@ __all__ = [
     "replace",
     "resave",
     "run_gate",
+    "snapshot",
     "symlink",
     "write_jsonl",
 ]

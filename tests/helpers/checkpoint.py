@@ -13,12 +13,15 @@ Example::
     ckpt = build_checkpoint(tmp_path / "ckpt", exports="inside", model_config=True,
                             edits=[json_edit("tokenizer_config.json", set={"add_bos_token": True})])
 
+:func:`snapshot` hashes every file under a directory, to show a command never wrote into it.
+
 Out of scope: running anything on the result (:mod:`tests.helpers.gate`); the shipped files are
 only ever read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable, Iterable
@@ -111,3 +114,12 @@ def demote_merge(tokenizer_json: dict, merge: str = "Ġ t") -> None:
     merge list); the default ``"Ġ t"`` changes every word starting " t"."""
     merges = tokenizer_json["model"]["merges"]
     merges.append(merges.pop(merges.index(merge)))
+
+
+def snapshot(directory: Path) -> dict[str, str]:
+    """``{relative path: sha256}`` of every file under ``directory`` (compare before and after a run)."""
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }

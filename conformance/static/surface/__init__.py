@@ -36,7 +36,7 @@ keys outside ``tokenizer.ggml.*``.
 
 from __future__ import annotations
 
-from stacktok_export import StackTokenizer
+from typing import Any
 
 from conformance.core.layout import Exports
 from conformance.core.rows import Row
@@ -45,12 +45,14 @@ from conformance.static.surface.config import added_tokens_json_diffs, config_di
 from conformance.static.surface.gguf import gguf_fix, gguf_rows
 from conformance.static.surface.tiktoken import tiktoken_row
 from conformance.static.surface.tokenizer_json import tokenizer_json_diffs
+from stacktok_export import StackTokenizer
 
 __all__ = ["gguf_fix", "surface_rows"]
 
 
-def surface_rows(exports: Exports, ref: StackTokenizer) -> list[Row]:
-    """One row per vocabulary surface (seven rows, always), comparing each file with ``ref`` id by id."""
+def surface_rows(exports: Exports, ref: StackTokenizer, *, files: Any = None) -> list[Row]:
+    """One row per vocabulary surface (seven rows, always), comparing each file with ``ref`` id by id;
+    ``files`` is what validation read (each file is taken from it, not read again)."""
     exp = Expected(ref)
     hf = exports.hf_dir
     config_fix = f"{REEXPORT}, or name only the artifact's specials ({exp.special_list()}) at their ids"
@@ -63,10 +65,25 @@ def surface_rows(exports: Exports, ref: StackTokenizer) -> list[Row]:
             tokenizer_json_diffs,
             fix=f"{REEXPORT}: model.vocab must map ids 0..{len(exp.chars) - 1} to the artifact's bytes "
             "and added_tokens must be exactly its specials",
+            files=files,
         ),
-        json_row("surface.tokenizer_config", hf, "tokenizer_config.json", exp, config_diffs, fix=config_fix),
         json_row(
-            "surface.special_tokens_map", hf, "special_tokens_map.json", exp, config_diffs, fix=config_fix
+            "surface.tokenizer_config",
+            hf,
+            "tokenizer_config.json",
+            exp,
+            config_diffs,
+            fix=config_fix,
+            files=files,
+        ),
+        json_row(
+            "surface.special_tokens_map",
+            hf,
+            "special_tokens_map.json",
+            exp,
+            config_diffs,
+            fix=config_fix,
+            files=files,
         ),
         as_warning(
             json_row(
@@ -76,10 +93,11 @@ def surface_rows(exports: Exports, ref: StackTokenizer) -> list[Row]:
                 exp,
                 added_tokens_json_diffs,
                 fix=f"{REEXPORT}, or delete added_tokens.json",
+                files=files,
             ),
             "transformers' fast tokenizer ignores added_tokens.json beside tokenizer.json (measured on "
             "4.57.6 and 5.24.0), so ids are unchanged there; a slow tokenizer or another tool would add it",
         ),
         *gguf_rows(exports.gguf, exp),
-        tiktoken_row(exports.tiktoken, exp),
+        tiktoken_row(exports.tiktoken, exp, files=files),
     ]

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from conformance.core.layout import file_json
+from conformance.core.rows import FILES, Row, skip
 from stacktok_export import StackTokenizer
 from stacktok_export.export.bytelevel import from_chars, to_chars
-
-from conformance.core.rows import FILES, Row, skip
 
 T = TypeVar("T")
 SHOWN = 5  # differences named in a message; the total is always given
@@ -140,6 +140,7 @@ def json_row(
     compare: Callable[[Any, Expected], list[Diff]],
     *,
     fix: str,
+    files: Any = None,
 ) -> Row:
     if hf_dir is None:
         return skip(check, "no Hugging Face files (tokenizer.json) in the directory")
@@ -147,7 +148,7 @@ def json_row(
     if not path.is_file():
         return skip(check, f"{name} is absent from {hf_dir}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = file_json(path, files)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return Row(check, FILES, "fail", f"{name} is not readable JSON ({exc})", f"{REEXPORT} ({name})")
     return verdict(check, name, guarded(name, compare, data, exp), fix=fix)

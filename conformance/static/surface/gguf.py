@@ -16,9 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stacktok_export.export.gguf_fmt import padding_tokens
-from stacktok_export.export.gguf_model import embedding_rows
-
 from conformance.core.layout import gguf_fields, gguf_tensors
 from conformance.core.rows import FILES, Row, skip
 from conformance.static.surface.common import (
@@ -31,6 +28,8 @@ from conformance.static.surface.common import (
     show_chars,
     verdict,
 )
+from stacktok_export.export.gguf_fmt import padding_tokens
+from stacktok_export.export.gguf_model import embedding_rows
 
 GGUF_INSTALL = "pip install 'stacktok[gguf]'"
 GGUF_PREFIX = "tokenizer.ggml."

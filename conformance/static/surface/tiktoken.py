@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import Any
 
+from conformance.core.layout import file_bytes
 from conformance.core.rows import FILES, Row, skip
 from conformance.static.surface.common import REEXPORT, Diff, Expected, compare_ids, guarded, shorten, verdict
 
@@ -38,12 +40,12 @@ def _tiktoken_diffs(data: bytes, exp: Expected) -> list[Diff]:
     return out
 
 
-def tiktoken_row(path: Path | None, exp: Expected) -> Row:
+def tiktoken_row(path: Path | None, exp: Expected, *, files: Any = None) -> Row:
     check = "surface.tiktoken"
     if path is None:
         return skip(check, "no .tiktoken file in or beside the directory")
     try:
-        data = path.read_bytes()
+        data = file_bytes(path, files)
     except OSError as exc:
         return Row(check, FILES, "fail", f"{path.name} is not readable ({exc})", f"{REEXPORT} ({path.name})")
     fix = f"{REEXPORT}: rank r of {path.name} must be the bytes of id r"
