@@ -21,7 +21,7 @@ from conformance.checks.runner import result_rows, run_suite
 from conformance.core.fixtures import Divergence, FixtureSet, Probe, load_probes
 from conformance.core.layout import Exports
 from conformance.core.protocol import Backend, Capability
-from conformance.core.rows import exit_code
+from conformance.core.rows import exit_code, required_not_run
 from conformance.report import render_results
 
 from .conftest import ROOT, SHIPPED, SHIPPED_HF
@@ -138,8 +138,10 @@ def test_missing_backend_is_reported_missing_not_passed(tmp_path: Path, small_fi
     # no .gguf / .tiktoken in the directory: not checked (skip, named in the verdict), never passed
     assert by_name["llama.cpp"].status == "skip" and by_name["llama.cpp"].probes_run == 0
     assert by_name["tiktoken"].status == "skip" and "no .tiktoken" in by_name["tiktoken"].reason
-    assert exit_code(result_rows(results, stale=[]), required_missing=["llama.cpp"]) == 2
-    assert exit_code(result_rows(results, stale=[]), required_missing=[]) == 0
+    rows = result_rows(results, stale=[])
+    assert required_not_run(rows, required=["llama.cpp"]) == ["llama.cpp"]  # from the rows, not by hand
+    assert exit_code(rows, required_missing=required_not_run(rows, required=["llama.cpp"])) == 4
+    assert exit_code(rows, required_missing=required_not_run(rows, required=[])) == 0
 
 
 def _conformance_cli(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
