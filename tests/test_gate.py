@@ -380,3 +380,41 @@ def test_reports_are_deterministic(tmp_path, gate_files) -> None:
         assert run.code == 0
         outs.append((js.read_bytes(), md.read_bytes()))
     assert outs[0] == outs[1]
+
+
+# ------------------------------------------------------------------ issue 20's examples
+def _hide(monkeypatch, *modules: str) -> None:
+    """Make ``modules`` look uninstalled (the gate looks them up, the adapters import them)."""
+    import importlib.util
+    import sys
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n in modules else real(n, *a))
+    for name in modules:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_missing_backends_make_the_shipped_directory_incomplete_unless_skipped(
+    tmp_path, gate_files, monkeypatch
+) -> None:
+    """README set-up command 1 used to print PASS with vLLM and TRL not checked, exit 0."""
+    _hide(monkeypatch, "vllm", "trl")
+    backends = "reference,tokenizers,vllm,trl"
+    run = run_gate(SHIPPED_HF, data=gate_files, backends=backends, report=True)
+    assert run.code == 4, run.stdout[-2000:]
+    assert run.report["verdict"].startswith(
+        "INCOMPLETE — not checked: vllm (not installed), trl (not installed)"
+    )
+    skipped = run_gate(SHIPPED_HF, "--skip", "vllm,trl", data=gate_files, backends=backends, report=True)
+    assert skipped.code == 0 and skipped.report["verdict"] == "PASS"
+    assert skipped.report["excluded"][-2:] == ["vllm", "trl"]
+    assert "excluded by name (--skip/--backends): " in skipped.stdout
+
+
+def test_gguf_and_tiktoken_only_pass_with_the_hf_readers_not_applicable(tmp_path, gate_files) -> None:
+    """Every file present is read by a backend that ran: PASS, naming what had nothing to read."""
+    (tmp_path / "ckpt").mkdir()
+    ckpt = build_checkpoint(tmp_path / "ckpt", source=None, exports="inside")
+    run = run_gate(ckpt, data=gate_files, backends="reference,tiktoken,tokenizers,llama.cpp", report=True)
+    assert run.code == 0, run.stdout[-2000:]
+    assert run.report["verdict"] == "PASS — not applicable: tokenizers (no tokenizer.json in the directory)"

@@ -56,6 +56,7 @@ from conformance.core.rows import (
     exit_code,
     failed,
     incomplete,
+    not_applicable,
     not_checked,
     required_not_run,
     row,
@@ -183,13 +184,10 @@ def test_not_checked_names_each_backend_that_never_ran_once_with_why() -> None:
         Row("conformance", "trl", "fail", "bad"),
         Row("conformance", "reference", "skip", "plain reason"),
     ]
-    assert not_checked(rows) == [
-        "tiktoken (not installed)",
-        "transformers (cannot load the directory)",
-        "llama.cpp (no .gguf in the directory)",
-        "reference (plain reason)",
-    ]
-    assert not_checked([Row("conformance", "vllm", "skip", "not checked: gone")]) == ["vllm (gone)"]
+    assert not_checked(rows) == ["tiktoken (not installed)", "transformers (cannot load the directory)"]
+    assert not_applicable(rows) == ["llama.cpp (no .gguf in the directory)", "reference (plain reason)"]
+    assert not_applicable([Row("conformance", "vllm", "skip", "not checked: gone")]) == ["vllm (gone)"]
+    assert not_checked([Row("conformance", "vllm", "skip", "not checked: gone")]) == []
     assert not_checked([r("pass"), r("fail"), r("warn"), r("info")]) == []
 
 
@@ -202,6 +200,13 @@ def test_verdict_line_words() -> None:
     )
     assert verdict_line(rows, 4) == incomplete_line
     assert verdict_line(rows[:1], 0) == "PASS — not checked: tiktoken (not installed)"
+    idle = [Row("conformance", "llama.cpp", "skip", "not checked: no .gguf in the directory")]
+    assert verdict_line(idle, 0) == "PASS — not applicable: llama.cpp (no .gguf in the directory)"
+    both = rows[:1] + idle
+    assert verdict_line(both, 4) == (
+        "INCOMPLETE — not checked: tiktoken (not installed); "
+        "not applicable: llama.cpp (no .gguf in the directory)"
+    )
     with pytest.raises(KeyError):
         verdict_line([], 2)  # a usage error carries no verdict
 

@@ -120,20 +120,33 @@ def excluded_by_name(rows: Sequence[Row], excluded: Iterable[str]) -> list[Row]:
 
 
 def not_checked(rows: Sequence[Row]) -> list[str]:
-    """Backends that never ran (missing, error, no export file for them), with why, for the verdict."""
+    """Backends that should have run and did not (library missing, or it refused the directory),
+    with why, for the verdict: what keeps PASS away."""
     out: dict[str, str] = {}
     for r in rows:
         if r.backend == FILES or r.backend in out:
             continue
         if r.status in ("missing", "error"):
             out[r.backend] = "not installed" if r.status == "missing" else "cannot load the directory"
-        elif r.status == "skip" and r.check == "conformance":
+    return [f"{name} ({why})" for name, why in out.items()]
+
+
+def not_applicable(rows: Sequence[Row]) -> list[str]:
+    """Backends with nothing to read here (no ``.gguf`` for llama.cpp) or excluded by name, with why:
+    named in the verdict, and no reason to withhold PASS."""
+    out: dict[str, str] = {}
+    for r in rows:
+        if r.status == "skip" and r.check == "conformance" and r.backend not in out:
             out[r.backend] = r.message.removeprefix("not checked: ").split(";")[0]
     return [f"{name} ({why})" for name, why in out.items()]
 
 
 def verdict_line(rows: Sequence[Row], code: int) -> str:
-    """``PASS``, ``FAIL`` or ``INCOMPLETE``, naming what was not checked."""
+    """``PASS``, ``FAIL`` or ``INCOMPLETE``, naming what was not checked and what did not apply."""
+    parts = []
+    if skipped := not_checked(rows):
+        parts.append(f"not checked: {', '.join(skipped)}")
+    if idle := not_applicable(rows):
+        parts.append(f"not applicable: {', '.join(idle)}")
     word = VERDICTS[code]
-    skipped = not_checked(rows)
-    return f"{word} — not checked: {', '.join(skipped)}" if skipped else word
+    return f"{word} — {'; '.join(parts)}" if parts else word
