@@ -65,7 +65,7 @@ def check_outputs(directory: Path, paths: dict[str, Path | None]) -> None:
 
 def plan(args: argparse.Namespace) -> Plan:
     """Everything the gate will read, checked before anything runs (errors -> exit 2)."""
-    skipped = list(getattr(args, "skip", None) or ())
+    skipped = list(args.skip)
     backends = [b for b in args.backends if b not in skipped]
     problem = check_selection(backends, args.require, skipped=skipped)
     if problem:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from conformance.report.entry import run_main
 from conformance.report.json import results_document, to_json
 from conformance.report.matrix import MATRIX_MARKS, matrix_row, result_conforms, support_matrix
-from conformance.report.text import render_table, render_verdict, render_windows
+from conformance.report.text import render_table, render_verdict
 
 if TYPE_CHECKING:
     from conformance.checks.runner import BackendResult
@@ -39,7 +39,6 @@ __all__ = [
     "render_table",
     "render_results",
     "render_verdict",
-    "render_windows",
     "result_conforms",
     "results_document",
     "run_main",

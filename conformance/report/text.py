@@ -45,15 +45,6 @@ def render_table(rows: Sequence[Row], *, limit: int = MAX_WINDOWS) -> str:
     return "\n".join(lines)
 
 
-def render_windows(rows: Sequence[Row], *, limit: int = MAX_WINDOWS) -> str:
-    """The first difference of each failing row that carries one, reference above backend
-    (:func:`render_table` already shows them under their rows; this is the list on its own)."""
-    out: list[str] = []
-    for r in [r for r in rows if r.window and r.status == "fail"][:limit]:
-        out += [f"{r.check} [{r.backend}]: {r.message}", *(INDENT + line for line in detail_lines(r.window))]
-    return "\n".join(out)
-
-
 def render_verdict(verdict: str, *, seconds: float | None = None, timings: str = "") -> str:
     """``verdict: PASS``, with the wall time and per-backend timings when given."""
     if seconds is None:
