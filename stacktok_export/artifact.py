@@ -11,6 +11,11 @@ The fingerprint is the sha256 of the canonical JSON of ``format``,
 that decides ids, nothing else (not the name, not the engine record). Files in
 the seed's ``stacklm-bpe-v1`` format (no engine, no fingerprint) still load.
 
+Format ``stacktok-bpe-v2`` (any byte-level BPE: ids in any order, specials anywhere, roles,
+BOS behaviour, a sequence of splits, ``ignore_merges``, the source's template) has its home in
+``vocab.py``; this module dispatches on ``format`` and keeps the fingerprint and engine checks
+for both.
+
 Where the artifact lives (the one home of the default path, used by the CLI, the suite and
 the tests): :func:`shipped_artifact_path` is the copy packaged inside ``stacktok_export``;
 :func:`default_artifact_path` is the checkout's ``tokenizer/stack100m-32768.json`` when this
@@ -28,6 +33,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import vocab as _vocab
 from ._atomic import write_text_atomic
 from .pretokenize import check_engine, compile_pattern, engine_info
 
@@ -78,6 +84,8 @@ def current_engine() -> dict[str, Any]:
 
 
 def canonical(tok: StackTokenizer) -> dict[str, Any]:
+    if tok.format == _vocab.FORMAT_V2:
+        return _vocab.canonical(tok)
     return {
         "format": FORMAT,
         "vocab_size": tok.vocab_size,
@@ -98,6 +106,8 @@ def dumps(tok: StackTokenizer) -> str:
     payload["name"] = tok.name
     payload["engine"] = tok.engine or current_engine()
     payload["fingerprint"] = fingerprint(tok)
+    if tok.format == _vocab.FORMAT_V2:
+        return _vocab.dumps(payload)
     parts = []
     for key in sorted(payload):
         if key == "merges":
@@ -173,15 +183,20 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _validate(payload: dict[str, Any], path: Path) -> None:
+    fmt = payload.get("format")
+    if fmt != FORMAT and fmt not in LEGACY_FORMATS and fmt != _vocab.FORMAT_V2:
+        known = ", ".join((FORMAT, _vocab.FORMAT_V2, *LEGACY_FORMATS))
+        if fmt is None:
+            raise ArtifactError(f"{path}: no 'format' key; not a stacktok artifact")
+        raise ArtifactError(
+            f"{path}: unknown format {fmt!r}; this stacktok reads {known} -- "
+            "upgrade stacktok to read newer artifacts"
+        )
+    if fmt == _vocab.FORMAT_V2:
+        return
     missing = [k for k in _REQUIRED if k not in payload]
     if missing:
         raise ArtifactError(f"{path}: missing key(s) {missing}; not a stacktok artifact")
-    fmt = payload["format"]
-    if fmt != FORMAT and fmt not in LEGACY_FORMATS:
-        raise ArtifactError(
-            f"{path}: unknown format {fmt!r}; this stacktok reads {FORMAT!r} "
-            f"and {', '.join(LEGACY_FORMATS)} -- upgrade stacktok to read newer artifacts"
-        )
     if not isinstance(payload["pattern"], str):
         raise ArtifactError(f"{path}: pattern must be a string")
     if type(payload["vocab_size"]) is not int:
@@ -200,6 +215,13 @@ def load(
     path = Path(path)
     payload = _read(path)
     _validate(payload, path)
+    if payload["format"] == _vocab.FORMAT_V2:
+        try:
+            tok = _vocab.load_payload(cls, payload, name=str(payload.get("name") or path.stem))
+        except ValueError as exc:
+            raise ArtifactError(f"{path}: {exc}") from None
+        _check_recorded(tok, payload, path, allow_engine_mismatch=allow_engine_mismatch)
+        return tok
     try:
         merges = _check_merges(payload["merges"])
         check_specials(payload["special_tokens"])

@@ -45,8 +45,9 @@ from typing import TYPE_CHECKING, Literal
 import regex
 
 from . import artifact as _artifact
+from . import vocab as _vocab
 from .artifact import shipped_artifact_path  # re-exported here; its home is artifact.py
-from .pretokenize import LLAMA3_PATTERN, compile_pattern
+from .pretokenize import LLAMA3_PATTERN, compile_pattern, isolated_split
 from .trainer import ProgressFn, count_pretokens, default_workers, train_merges
 
 if TYPE_CHECKING:
@@ -70,7 +71,8 @@ SPLIT_PATTERN = LLAMA3_PATTERN
 
 _SHORT = 48  # single pre-tokens up to this many bytes merge in _bpe_short, longer in _bpe_long
 _CACHE_MAX = 1 << 18  # cached pre-tokens before the cache is cleared
-_MISS = 1 << 30  # rank of a pair that never merges
+_MISS = 1 << 62  # rank of a pair that never merges (above every packed rank, see _set_vocab)
+_ID = (1 << 31) - 1  # a rank value's low 31 bits are the merged id
 _BATCH = 1000  # distinct new pre-tokens from which encode() merges short ones in numpy
 _BATCH_BYTES = 256  # longest pre-token merged in the numpy batch (one round per distinct rank)
 _LINE_END = re.compile(r"\n(?=[ \t]*[!-~])")  # cuts that are pre-token boundaries (see _encode_lines)
@@ -87,32 +89,97 @@ class StackTokenizer:
 
     def __init__(self, pattern: str = SPLIT_PATTERN, *, name: str = "stacktok") -> None:
         self.name = name
+        self.format = _artifact.FORMAT
         self.pattern = pattern
+        self.patterns: tuple[str, ...] = (pattern,)
         self._split_re = compile_pattern(pattern)
+        self._split_res = (self._split_re,)
         self.merges: list[tuple[int, int]] = []
         self.special_to_id: dict[str, int] = {}
+        self.in_text: frozenset[str] = frozenset()
+        self.roles: dict[str, int] = {}
+        self.add_bos = self.add_eos = self.ignore_merges = False
+        self.chat_template: str | None = None
         self.engine: dict[str, object] = {}
         self._index()
 
     # ------------------------------------------------------------------ layout
     def _index(self, specials: Iterable[str] = ()) -> None:
-        """Rebuild every derived table from ``merges`` and ``specials``."""
-        self._rank: dict[int, int] = {}
+        """Rebuild every derived table of the v1 layout from ``merges`` and ``specials``."""
         table = [bytes([i]) for i in range(NUM_BYTES)]
-        for i, (a, b) in enumerate(self.merges):
-            self._rank[(a << 16) | b] = NUM_BYTES + i
+        for a, b in self.merges:
             table.append(table[a] + table[b])
-        # the same ranks keyed by two characters (one per id), for the str passes of _bpe_long
-        self._pair_rank = {chr(k >> 16) + chr(k & 0xFFFF): r for k, r in self._rank.items()}
-        self._rank_pair = {r: q for q, r in self._pair_rank.items()}
+        results = list(range(NUM_BYTES, len(table)))
         nid = len(table)
         self.special_to_id = {}
         for s in specials:
             self.special_to_id[s] = nid
             table.append(s.encode("utf-8"))
             nid += 1
-        self.id_to_special = {i: s for s, i in self.special_to_id.items()}
+        self.format = _artifact.FORMAT
+        self.roles = _vocab.v1_roles(self.special_to_id)
+        self._build(table, results)
+
+    def _set_vocab(
+        self,
+        *,
+        table: list[bytes],
+        merges: list[tuple[int, int]],
+        results: list[int],
+        special_to_id: dict[str, int],
+        patterns: tuple[str, ...],
+        ignore_merges: bool,
+        roles: dict[str, int],
+        add_bos: bool,
+        add_eos: bool,
+        chat_template: str | None,
+        in_text: frozenset[str],
+    ) -> None:
+        """Install a validated v2 vocabulary (see ``vocab.build``)."""
+        self.format = _vocab.FORMAT_V2
+        self.merges = merges
+        self.special_to_id = special_to_id
+        self.patterns, self.pattern = patterns, patterns[0]
+        self._split_res = tuple(compile_pattern(p) for p in patterns)
+        self._split_re = self._split_res[0]
+        self.ignore_merges, self.roles, self.in_text = ignore_merges, roles, in_text
+        self.add_bos, self.add_eos, self.chat_template = add_bos, add_eos, chat_template
+        self._build(table, results)
+
+    def _build(self, table: list[bytes], results: list[int]) -> None:
+        """The encoder's tables from the id table and each merge's result id.
+
+        A pair's rank value is the merged id itself while result ids grow with the rank (v1,
+        and most sources), else ``rank << 31 | id``: either way the lowest value is the
+        lowest rank and ``value & _ID`` is the id. Pair keys are ``a << shift | b``.
+        """
         self._table = table
+        self.id_to_special = {i: s for s, i in self.special_to_id.items()}
+        n = len(table)
+        self._shift = sh = 16 if n <= 1 << 16 else 31
+        monotone = n <= 1 << 30 and all(x < y for x, y in zip(results, results[1:]))
+        self._rank: dict[int, int] = {}
+        for r, ((a, b), t) in enumerate(zip(self.merges, results)):
+            self._rank[(a << sh) | b] = t if monotone else (r << 31) | t
+        self._packed = not monotone
+        plain = {t: i for i, t in enumerate(table) if i not in self.id_to_special}
+        self.byte_ids = [plain[bytes([b])] for b in range(NUM_BYTES)]
+        identity = self.byte_ids == list(range(NUM_BYTES))
+        self._byte_map = None if identity else self.byte_ids
+        self._translate = (
+            None if identity else {b: chr(i) for b, i in enumerate(self.byte_ids) if i < 0x110000}
+        )
+        self._whole = plain if self.ignore_merges else None
+        self._topological = _vocab.topological(self.merges, results, n)
+        self._wide = n > 0x110000  # ids past chr()'s range: no str passes
+        # the same ranks keyed by two characters (one per id), for the str passes of _bpe_long
+        if self._wide:
+            self._pair_rank, self._rank_pair = {}, {}
+        else:
+            mask = (1 << sh) - 1
+            self._pair_rank = {chr(k >> sh) + chr(k & mask): r for k, r in self._rank.items()}
+            self._rank_pair = {r: q for q, r in self._pair_rank.items()}
+        self._line_cache_ok = _vocab.is_llama3(self.patterns)  # the cuts are proven for this split only
         self._clear_caches()
         self._pair_ranks: PairRanks | None = None  # numpy form of _rank, built on first batch
         self._special_res: dict[frozenset[str], regex.Pattern[str]] = {}
@@ -126,12 +193,21 @@ class StackTokenizer:
 
     @property
     def vocab_size(self) -> int:
-        return NUM_BYTES + len(self.merges) + len(self.special_to_id)
+        return len(self._table)
 
     @property
     def merge_id(self) -> dict[tuple[int, int], int]:
         """``{(left, right): merged id}`` (built on demand)."""
-        return {pair: NUM_BYTES + i for i, pair in enumerate(self.merges)}
+        return {pair: self.merge_result(i) for i, pair in enumerate(self.merges)}
+
+    def merge_result(self, rank: int) -> int:
+        """The id merge ``rank`` produces."""
+        a, b = self.merges[rank]
+        return self._rank[(a << self._shift) | b] & _ID
+
+    def id_bytes(self) -> list[bytes]:
+        """The bytes of every id, in id order (special ids: the special's UTF-8 string)."""
+        return list(self._table)
 
     def special_token_id(self, token: str) -> int:
         """The id of special token ``token``; ``KeyError`` lists the known ones."""
@@ -143,20 +219,28 @@ class StackTokenizer:
 
     id = special_token_id
 
+    def _role(self, role: str) -> int:
+        try:
+            return self.roles[role]
+        except KeyError:
+            raise KeyError(f"this tokenizer has no {role} token (its roles: {sorted(self.roles)})") from None
+
     @property
     def bos_id(self) -> int:
-        return self.special_token_id("<|bos|>")
+        return self._role("bos")
 
     @property
     def eos_id(self) -> int:
-        return self.special_token_id("<|eos|>")
+        return self._role("eos")
 
     @property
     def pad_id(self) -> int:
-        return self.special_token_id("<|pad|>")
+        return self._role("pad")
 
     def token_bytes(self) -> list[bytes]:
-        """The bytes of every non-special id (0 .. 256+len(merges)-1), in id order."""
+        """v1: the bytes of every non-special id (0 .. 256+len(merges)-1); v2: of every id."""
+        if self.format != _artifact.FORMAT:
+            return list(self._table)
         return self._table[: NUM_BYTES + len(self.merges)]
 
     # ---------------------------------------------------------------- training
@@ -213,8 +297,14 @@ class StackTokenizer:
     # ---------------------------------------------------------------- encoding
     def _bpe(self, data: bytes) -> list[int]:
         """Merge-list BPE of one pre-token's bytes."""
+        if self._whole is not None and data in self._whole:
+            return [self._whole[data]]  # ignore_merges: a whole-token pre-token is that token
         if len(data) <= _SHORT:
-            return self._bpe_short(list(data))
+            bm = self._byte_map
+            return self._bpe_short(list(data) if bm is None else list(map(bm.__getitem__, data)))
+        if not self._topological or self._wide:
+            bm = self._byte_map
+            return self._bpe_heap(list(data) if bm is None else list(map(bm.__getitem__, data)))
         return self._bpe_long(data)
 
     def _bpe_short(self, ids: list[int]) -> list[int]:
@@ -225,19 +315,20 @@ class StackTokenizer:
         """
         get = self._rank.get
         miss = _MISS
-        ranks = [get((a << 16) | b, miss) for a, b in zip(ids, ids[1:])]
+        sh = self._shift
+        ranks = [get((a << sh) | b, miss) for a, b in zip(ids, ids[1:])]
         while ranks:
             r = min(ranks)
             if r == miss:
                 break
             i = ranks.index(r)
-            ids[i] = r
+            ids[i] = t = r & _ID
             del ids[i + 1]
             del ranks[i]
             if i < len(ranks):
-                ranks[i] = get((r << 16) | ids[i + 1], miss)
+                ranks[i] = get((t << sh) | ids[i + 1], miss)
             if i:
-                ranks[i - 1] = get((ids[i - 1] << 16) | r, miss)
+                ranks[i - 1] = get((ids[i - 1] << sh) | t, miss)
         return ids
 
     def _bpe_long(self, data: bytes, *, batch_work: int | None = None) -> list[int]:
@@ -251,6 +342,8 @@ class StackTokenizer:
         finished by :meth:`_bpe_heap`; the total stays O(n log n).
         """
         s = data.decode("latin-1")
+        if self._translate is not None:
+            s = s.translate(self._translate)
         budget = 32 * len(s) if batch_work is None else batch_work
         pair_rank, rank_pair = self._pair_rank, self._rank_pair
         get = pair_rank.get
@@ -264,7 +357,7 @@ class StackTokenizer:
             budget -= len(s)
             if pair not in s:
                 continue  # stale: an earlier merge consumed every occurrence
-            c = chr(r)
+            c = chr(r & _ID)
             s = s.replace(pair, c)
             budget -= 2 * len(s)
             for q in _pairs_around(s, c):
@@ -276,34 +369,35 @@ class StackTokenizer:
     def _bpe_heap(self, sym: list[int]) -> list[int]:
         """Heap + linked list: O(n log n) for sequences of any length."""
         rank = self._rank
+        sh = self._shift
         n = len(sym)
         nxt = list(range(1, n + 1))
         prv = list(range(-1, n - 1))
-        heap = [(r, i) for i in range(n - 1) if (r := rank.get((sym[i] << 16) | sym[i + 1]))]
+        heap = [(r, i) for i in range(n - 1) if (r := rank.get((sym[i] << sh) | sym[i + 1])) is not None]
         heapq.heapify(heap)
         while heap:
             r, i = heapq.heappop(heap)
             j = nxt[i]
-            if sym[i] < 0 or j >= n or rank.get((sym[i] << 16) | sym[j]) != r:
+            if sym[i] < 0 or j >= n or rank.get((sym[i] << sh) | sym[j]) != r:
                 continue  # stale: node merged away or its pair changed
-            sym[i] = r
+            sym[i] = t = r & _ID
             sym[j] = -1
             nxt[i] = k = nxt[j]
             if k < n:
                 prv[k] = i
-                nr = rank.get((r << 16) | sym[k])
-                if nr:
+                nr = rank.get((t << sh) | sym[k])
+                if nr is not None:
                     heapq.heappush(heap, (nr, i))
             p = prv[i]
             if p >= 0:
-                pr = rank.get((sym[p] << 16) | r)
-                if pr:
+                pr = rank.get((sym[p] << sh) | t)
+                if pr is not None:
                     heapq.heappush(heap, (pr, p))
         return [s for s in sym if s >= 0]
 
     def _encode_ordinary(self, text: str, out: list[int]) -> None:
         """Encode through the line cache when the text is long enough to profit, else by pieces."""
-        if len(text) < _LINES_FROM or self.pattern != LLAMA3_PATTERN:
+        if len(text) < _LINES_FROM or not self._line_cache_ok:
             self._encode_pieces(text, out)
             return
         parts = _LINE_END.split(text)
@@ -365,7 +459,7 @@ class StackTokenizer:
         by one (every joint is again a cut). Chunk ``i`` owns its newline; the pre-token
         ends are bisected at the chunk ends (always pre-token boundaries).
         """
-        pieces = self._split_re.findall("\n".join(chunks))
+        pieces = self._split("\n".join(chunks))
         cache = self._cached(pieces)
         piece_ends = list(itertools.accumulate(map(len, pieces)))
         chunk_ends = list(itertools.accumulate(map(len, chunks), lambda acc, n: acc + n + 1, initial=0))[1:]
@@ -375,10 +469,24 @@ class StackTokenizer:
 
     def _encode_pieces(self, text: str, out: list[int]) -> None:
         """Split, BPE each distinct new pre-token once, then concatenate from the cache."""
-        pieces = self._split_re.findall(text)
+        pieces = self._split(text)
         cache = self._cached(pieces)
         for piece in pieces:
             out += cache[piece]
+
+    def _split(self, text: str) -> list[str]:
+        """Pre-tokens: each pattern an isolated split (matches and the text between them)."""
+        pieces = [text]
+        for split_re in self._split_res:
+            out: list[str] = []
+            covers = split_re.pattern == LLAMA3_PATTERN  # matches every character: findall is the split
+            for piece in pieces:
+                found = split_re.findall(piece)
+                if not covers and sum(map(len, found)) != len(piece):  # text between matches
+                    found = isolated_split(split_re, piece)
+                out += found
+            pieces = out
+        return pieces
 
     def _cached(self, pieces: list[str]) -> dict[str, list[int]]:
         """The pre-token cache, holding every one of ``pieces`` (cleared first when full)."""
@@ -394,24 +502,35 @@ class StackTokenizer:
     def _bpe_into(self, pieces: Collection[str], cache: dict[str, list[int]]) -> None:
         """BPE of many distinct pre-tokens: short ones together in numpy when there are many."""
         bpe = self._bpe
-        if len(pieces) < _BATCH:
+        if len(pieces) < _BATCH or not self._topological:
             for piece in pieces:
                 cache[piece] = bpe(piece.encode("utf-8"))
             return
         from . import bpe_batch
 
         if self._pair_ranks is None:
-            self._pair_ranks = bpe_batch.PairRanks(self._rank)
+            self._pair_ranks = self._batch_ranks(bpe_batch)
+        whole = self._whole
         short: list[str] = []
         datas: list[bytes] = []
         for piece in pieces:
             data = piece.encode("utf-8")
-            if len(data) <= _BATCH_BYTES:
+            if whole is not None and data in whole:
+                cache[piece] = [whole[data]]
+            elif len(data) <= _BATCH_BYTES:
                 short.append(piece)
                 datas.append(data)
             else:
-                cache[piece] = self._bpe_long(data)
+                cache[piece] = bpe(data)
         bpe_batch.batch_bpe(short, datas, self._pair_ranks, cache)
+
+    def _batch_ranks(self, bpe_batch):  # noqa: ANN001, ANN202 -- the lazily imported module
+        """The numpy pair table: rank values as they are, or ranks + result ids when packed."""
+        if not self._packed:
+            return bpe_batch.PairRanks(self._rank, shift=self._shift, byte_ids=self._byte_map)
+        ranks = {k: v >> 31 for k, v in self._rank.items()}
+        results = [v & _ID for v in sorted(self._rank.values())]
+        return bpe_batch.PairRanks(ranks, shift=self._shift, byte_ids=self._byte_map, results=results)
 
     def _allowed(self, allowed_special: AllowedSpecial, add_special_tokens: bool) -> frozenset[str]:
         if add_special_tokens or allowed_special == "all":
@@ -444,7 +563,7 @@ class StackTokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"encode() takes str, got {type(text).__name__}; decode bytes first")
-        allowed = self._allowed(allowed_special, add_special_tokens)
+        allowed = self._allowed(allowed_special, add_special_tokens) | self.in_text
         out: list[int] = []
         if not allowed:
             self._encode_ordinary(text, out)
@@ -486,6 +605,20 @@ class StackTokenizer:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the versioned JSON artifact atomically."""
         _artifact.save(self, path)
+
+    @classmethod
+    def from_vocab(cls, **vocabulary) -> StackTokenizer:  # noqa: ANN003 -- keyword-only, see vocab.build
+        """Any byte-level BPE as a reference (``vocab.build``: tokens, merges, specials, patterns, ...).
+
+        ``ArtifactError`` names whatever is inconsistent. Returns the v1 layout when the
+        vocabulary is exactly ours, so its fingerprint is ours.
+        """
+        try:
+            tok = _vocab.build(cls, **vocabulary)
+        except _vocab.VocabError as exc:
+            raise _artifact.ArtifactError(str(exc)) from None
+        tok.engine = _artifact.current_engine()
+        return tok
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, allow_engine_mismatch: bool = False) -> StackTokenizer:

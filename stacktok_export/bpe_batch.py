@@ -22,9 +22,23 @@ _MULT = np.int64(0x9E3779B1)
 
 
 class PairRanks:
-    """``rank[(a << 16) | b]`` for arrays of ``a`` and ``b``, vectorized (linear probing)."""
+    """``rank[(a << shift) | b]`` for arrays of ``a`` and ``b``, vectorized (linear probing).
 
-    def __init__(self, rank: dict[int, int]) -> None:
+    ``byte_ids`` maps each byte to its id when bytes are not ids 0..255 in byte order;
+    ``results`` maps a rank to the id it makes when rank values are not the ids themselves.
+    """
+
+    def __init__(
+        self,
+        rank: dict[int, int],
+        *,
+        shift: int = 16,
+        byte_ids: list[int] | None = None,
+        results: list[int] | None = None,
+    ) -> None:
+        self.key_shift = np.int64(shift)
+        self.byte_ids = None if byte_ids is None else np.array(byte_ids, dtype=np.int32)
+        self.results = None if results is None else np.array(results, dtype=np.int32)
         bits = max(8, (4 * max(len(rank), 1) - 1).bit_length())
         self._shift = np.int64(32 - bits)
         self._mask = np.int64((1 << bits) - 1)
@@ -38,13 +52,16 @@ class PairRanks:
             vals[slot] = r
         self._keys = np.array(keys, dtype=np.int64)
         self._vals = np.array(vals, dtype=np.int32)
-        self.bytes = np.full(1 << 16, MISS, dtype=np.int32)  # dense: (a << 8) | b for two bytes
-        for key, r in rank.items():
-            if key >> 16 < 256 and key & 0xFFFF < 256:
-                self.bytes[(key >> 16) << 8 | key & 0xFFFF] = r
+        self.bytes = np.full(1 << 16, MISS, dtype=np.int32)  # dense: (x << 8) | y for two bytes x, y
+        ids = list(range(256)) if byte_ids is None else byte_ids
+        for x in range(256):
+            for y in range(256):
+                r = rank.get((ids[x] << shift) | ids[y])
+                if r is not None:
+                    self.bytes[x << 8 | y] = r
 
     def lookup(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        key = (a.astype(np.int64) << 16) | b
+        key = (a.astype(np.int64) << self.key_shift) | b
         slot = ((key * _MULT) & 0xFFFFFFFF) >> self._shift
         out = np.full(len(key), MISS, dtype=np.int32)
         todo = np.arange(len(key))
@@ -62,10 +79,11 @@ def batch_bpe(keys: list[str], datas: list[bytes], ranks: PairRanks, into: dict[
     done_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     lens = np.fromiter(map(len, datas), dtype=np.int64, count=len(datas))
     owner = np.arange(len(datas))
-    ids = np.frombuffer(b"".join(datas), dtype=np.uint8).astype(np.int32)
+    raw = np.frombuffer(b"".join(datas), dtype=np.uint8).astype(np.int32)
     ends = np.cumsum(lens)
-    rk = np.empty(len(ids), dtype=np.int32)  # rank of the pair (i, i + 1); MISS at a piece's end
-    rk[:-1] = ranks.bytes[(ids[:-1] << 8) | ids[1:]]
+    rk = np.empty(len(raw), dtype=np.int32)  # rank of the pair (i, i + 1); MISS at a piece's end
+    rk[:-1] = ranks.bytes[(raw[:-1] << 8) | raw[1:]]
+    ids = raw if ranks.byte_ids is None else ranks.byte_ids[raw]
     rk[ends - 1] = MISS
     while len(ids):
         starts = ends - lens
@@ -82,7 +100,7 @@ def batch_bpe(keys: list[str], datas: list[bytes], ranks: PairRanks, into: dict[
             starts = ends - lens
         want = np.repeat(best, lens)
         pos = _leftmost_non_overlapping(np.flatnonzero(rk == want))
-        ids[pos] = want[pos]
+        ids[pos] = want[pos] if ranks.results is None else ranks.results[want[pos]]
         gone = np.zeros(len(ids), dtype=bool)
         gone[pos + 1] = True
         piece = np.searchsorted(starts, pos, side="right") - 1

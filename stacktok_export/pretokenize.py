@@ -110,3 +110,18 @@ def check_engine(recorded: dict[str, Any]) -> str | None:
         f"install regex=={recorded.get('version')} or pass allow_engine_mismatch=True "
         f"if you accept different splits on the changed code points"
     )
+
+
+def isolated_split(split_re: regex.Pattern[str], text: str) -> list[str]:
+    """Every match of ``split_re`` and every stretch between matches, in order."""
+    out: list[str] = []
+    at = 0
+    for m in split_re.finditer(text):
+        if m.start() > at:
+            out.append(text[at : m.start()])
+        if m.end() > m.start():
+            out.append(m.group())
+        at = m.end()
+    if at < len(text):
+        out.append(text[at:])
+    return out

@@ -1,0 +1,345 @@
+"""The general id layout (artifact v2): any byte-level BPE as a frozen reference.
+
+Our own layout (v1: bytes at 0..255 in byte order, merge ``r`` -> id ``256 + r``, specials on
+the top ids, the Llama-3 split) is one case of it. A v2 vocabulary gives the bytes of every
+id in any order, the merges by rank as id pairs, the specials at any ids, the roles by id
+(bos / eos / eot / pad), whether the source adds BOS/EOS, the pre-tokenizer as a sequence of
+isolated regex splits, whether the source encodes with ``ignore_merges`` (a whole pre-token
+that is a vocabulary token is that token), the source's chat template, and which specials the
+source matches even in ordinary text (HF added tokens with ``special=False``, GGUF
+user-defined tokens).
+
+:func:`build` validates a vocabulary and returns a tokenizer; when the layout is exactly v1's
+it returns a v1 tokenizer, so importing our own export gives our fingerprint. :func:`canonical`
+/ :func:`dumps` / :func:`load_payload` are the v2 artifact's JSON form (keys sorted, one token
+and one merge per line, token bytes as hex).
+
+Out of scope: holes in the id space (every id is a token), non-byte-level models
+(SentencePiece, WordPiece, Unigram), normalizers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .pretokenize import LLAMA3_PATTERN, compile_pattern
+
+if TYPE_CHECKING:
+    from .bpe import StackTokenizer
+
+FORMAT_V2 = "stacktok-bpe-v2"
+MAX_IDS = 1 << 31
+ROLE_NAMES = ("bos", "eos", "eot", "pad")
+#: v1's roles, by special-token name (the fixed layout names them)
+V1_ROLES = {"bos": "<|bos|>", "eos": "<|eos|>", "eot": "<|end|>", "pad": "<|pad|>"}
+
+
+class VocabError(ValueError):
+    """A vocabulary that cannot be a frozen reference; the message names the field."""
+
+
+def v1_roles(special_to_id: Mapping[str, int]) -> dict[str, int]:
+    """The roles v1 implies by name (only those whose special exists)."""
+    return {role: special_to_id[s] for role, s in V1_ROLES.items() if s in special_to_id}
+
+
+# ------------------------------------------------------------------ validate
+def _check_tokens(tokens: Sequence[bytes]) -> list[bytes]:
+    if not 256 <= len(tokens) <= MAX_IDS:
+        raise VocabError(f"tokens: {len(tokens)} ids; a byte-level BPE has 256 to {MAX_IDS} ids")
+    out = list(tokens)
+    for i, t in enumerate(out):
+        if not isinstance(t, bytes) or not t:
+            raise VocabError(f"tokens[{i}] is {t!r}: every id needs its non-empty bytes")
+    return out
+
+
+def _check_specials(specials: Mapping[str, int], tokens: list[bytes]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    seen: dict[int, str] = {}
+    for s, i in specials.items():
+        if not isinstance(s, str) or not s:
+            raise VocabError(f"special token {s!r} is not a non-empty string")
+        if type(i) is not int or not 0 <= i < len(tokens):
+            raise VocabError(f"special token {s!r} has id {i!r}, outside 0..{len(tokens) - 1}")
+        if i in seen:
+            raise VocabError(f"special tokens {seen[i]!r} and {s!r} share id {i}")
+        if tokens[i] != s.encode("utf-8"):
+            raise VocabError(f"special token {s!r} at id {i}: tokens[{i}] is {tokens[i]!r}, not its UTF-8")
+        seen[i] = s
+        out[s] = i
+    return dict(sorted(out.items(), key=lambda kv: kv[1]))
+
+
+def _plain_ids(tokens: list[bytes], special_ids: Collection[int]) -> dict[bytes, int]:
+    """bytes -> id of every non-special token; two ids with the same bytes are refused."""
+    ids: dict[bytes, int] = {}
+    for i, t in enumerate(tokens):
+        if i in special_ids:
+            continue
+        if t in ids:
+            raise VocabError(f"tokens[{ids[t]}] and tokens[{i}] are both {t!r}; token bytes must be unique")
+        ids[t] = i
+    missing = [b for b in range(256) if bytes([b]) not in ids]
+    if missing:
+        raise VocabError(f"no token for byte(s) {missing[:8]}: a byte-level BPE needs all 256 single bytes")
+    return ids
+
+
+def _check_merges(merges: Sequence[Sequence[int]], tokens: list[bytes], plain: dict[bytes, int]) -> list[int]:
+    """The result id of every merge (validated: non-special parts, result in the vocabulary)."""
+    results: list[int] = []
+    seen: dict[tuple[int, int], int] = {}
+    n = len(tokens)
+    for r, m in enumerate(merges):
+        ok = len(m) == 2 and all(type(x) is int and 0 <= x < n for x in m)
+        if not ok:
+            raise VocabError(f"merges[{r}] is {m!r}, not a [left, right] pair of ids below {n}")
+        a, b = m
+        pair = (a, b)
+        if pair in seen:
+            raise VocabError(f"merges[{r}] = {list(pair)} duplicates merges[{seen[pair]}]")
+        seen[pair] = r
+        left, right = tokens[a], tokens[b]
+        if plain.get(left) != a or plain.get(right) != b:
+            raise VocabError(f"merges[{r}] = {list(pair)} uses a special token id")
+        result = plain.get(left + right)
+        if result is None:
+            raise VocabError(f"merges[{r}] = {list(pair)}: {left + right!r} is not a token of the vocabulary")
+        results.append(result)
+    return results
+
+
+def _check_roles(roles: Mapping[str, int], n: int) -> dict[str, int]:
+    out = {}
+    for role, i in roles.items():
+        if role not in ROLE_NAMES:
+            raise VocabError(f"roles: unknown role {role!r}; roles are {', '.join(ROLE_NAMES)}")
+        if type(i) is not int or not 0 <= i < n:
+            raise VocabError(f"roles[{role!r}] = {i!r} is outside 0..{n - 1}")
+        out[role] = i
+    return dict(sorted(out.items()))
+
+
+def _check_patterns(patterns: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(patterns, str) or not patterns:
+        raise VocabError("patterns: a non-empty list of regexes (isolated splits, applied in order)")
+    for i, p in enumerate(patterns):
+        if not isinstance(p, str) or not p:
+            raise VocabError(f"patterns[{i}] is {p!r}, not a regex")
+        try:
+            compile_pattern(p)
+        except ValueError as exc:
+            raise VocabError(f"patterns[{i}]: {exc}") from None
+    return tuple(patterns)
+
+
+# --------------------------------------------------------------------- build
+def build(
+    cls: type[StackTokenizer],
+    *,
+    tokens: Sequence[bytes],
+    merges: Sequence[Sequence[int]],
+    specials: Mapping[str, int],
+    patterns: Sequence[str],
+    ignore_merges: bool = False,
+    roles: Mapping[str, int] | None = None,
+    add_bos: bool = False,
+    add_eos: bool = False,
+    chat_template: str | None = None,
+    in_text: Collection[str] = (),
+    name: str = "imported",
+    normalize: bool = True,
+) -> StackTokenizer:
+    """Validate a vocabulary and build its tokenizer: v1 when the layout is v1's, else v2.
+
+    ``normalize=False`` keeps v2 whatever the layout (a v2 file loads as it was written).
+    """
+    table = _check_tokens(tokens)
+    special_to_id = _check_specials(specials, table)
+    plain = _plain_ids(table, set(special_to_id.values()))
+    pairs = [(int(a), int(b)) for a, b in merges]
+    results = _check_merges(pairs, table, plain)
+    patterns = _check_patterns(patterns)
+    role_ids = _check_roles(roles or {}, len(table))
+    unknown = set(in_text) - special_to_id.keys()
+    if unknown:
+        raise VocabError(f"in_text lists {sorted(unknown)}, which are not special tokens")
+    for flag, value in (("ignore_merges", ignore_merges), ("add_bos", add_bos), ("add_eos", add_eos)):
+        if type(value) is not bool:
+            raise VocabError(f"{flag} must be true or false, got {value!r}")
+    if chat_template is not None and not isinstance(chat_template, str):
+        raise VocabError("chat_template must be a string or null")
+    v1 = _as_v1(cls, table, pairs, results, special_to_id, patterns, name) if normalize else None
+    if v1 is not None and _v1_equivalent(
+        v1, role_ids, add_bos, add_eos, chat_template, in_text, ignore_merges=ignore_merges
+    ):
+        return v1
+    tok = cls(patterns[0], name=name)
+    tok._set_vocab(
+        table=table,
+        merges=pairs,
+        results=results,
+        special_to_id=special_to_id,
+        patterns=patterns,
+        ignore_merges=ignore_merges,
+        roles=role_ids,
+        add_bos=add_bos,
+        add_eos=add_eos,
+        chat_template=chat_template,
+        in_text=frozenset(in_text),
+    )
+    return tok
+
+
+def _as_v1(
+    cls: type[StackTokenizer],
+    table: list[bytes],
+    merges: list[tuple[int, int]],
+    results: list[int],
+    special_to_id: dict[str, int],
+    patterns: tuple[str, ...],
+    name: str,
+) -> StackTokenizer | None:
+    """The v1 tokenizer with these ids, when the id layout is v1's; else ``None``."""
+    m = len(merges)
+    if len(patterns) != 1 or not special_to_id or len(table) != 256 + m + len(special_to_id):
+        return None
+    if any(table[i] != bytes([i]) for i in range(256)) or results != list(range(256, 256 + m)):
+        return None
+    if list(special_to_id.values()) != list(range(256 + m, len(table))):
+        return None
+    tok = cls(patterns[0], name=name)
+    tok.merges = merges
+    tok._index(list(special_to_id))
+    return tok
+
+
+def _v1_equivalent(
+    tok: StackTokenizer,
+    roles: dict[str, int],
+    add_bos: bool,
+    add_eos: bool,
+    chat_template: str | None,
+    in_text: Collection[str],
+    *,
+    ignore_merges: bool,
+) -> bool:
+    """Whether the rest of the source behaves as v1 does (same roles, template, no BOS, ...)."""
+    from .chat import CHAT_TEMPLATE
+
+    if add_bos or add_eos or in_text or chat_template not in (None, CHAT_TEMPLATE):
+        return False
+    implied = v1_roles(tok.special_to_id)
+    if any(implied.get(role) != i for role, i in roles.items()):
+        return False
+    return not ignore_merges or self_reachable(tok)
+
+
+def self_reachable(tok: StackTokenizer) -> bool:
+    """Every non-special token's own bytes encode to that token (so ``ignore_merges`` is moot)."""
+    table = tok.id_bytes()
+    special = set(tok.id_to_special)
+    return all(tok._bpe(table[i]) == [i] for i in range(len(table)) if i not in special)
+
+
+# ---------------------------------------------------------------- JSON form
+def canonical(tok: StackTokenizer) -> dict[str, Any]:
+    """Everything that decides ids (the fingerprint's input)."""
+    table = tok.id_bytes()
+    special = tok.id_to_special
+    return {
+        "format": FORMAT_V2,
+        "vocab_size": tok.vocab_size,
+        "tokens": [None if i in special else t.hex() for i, t in enumerate(table)],
+        "merges": [[a, b] for a, b in tok.merges],
+        "special_tokens": [[s, i] for s, i in tok.special_to_id.items()],
+        "in_text": sorted(tok.in_text),
+        "roles": dict(sorted(tok.roles.items())),
+        "add_bos": tok.add_bos,
+        "add_eos": tok.add_eos,
+        "patterns": list(tok.patterns),
+        "ignore_merges": tok.ignore_merges,
+        "chat_template": tok.chat_template,
+    }
+
+
+def dumps(payload: dict[str, Any]) -> str:
+    """The v2 artifact's exact text: sorted keys, ASCII, one token and one merge per line."""
+    parts = []
+    for key in sorted(payload):
+        value = payload[key]
+        if key in ("tokens", "merges") and value:
+            body = ",\n    ".join(json.dumps(v, separators=(", ", ": ")) for v in value)
+            text = f"[\n    {body}\n  ]"
+        else:
+            text = json.dumps(value, sort_keys=True, ensure_ascii=True)
+        parts.append(f"  {json.dumps(key)}: {text}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+_V2_KEYS = ("vocab_size", "tokens", "merges", "special_tokens", "patterns")
+
+
+def load_payload(cls: type[StackTokenizer], payload: dict[str, Any], *, name: str) -> StackTokenizer:
+    """Build the tokenizer of a parsed v2 artifact (``VocabError`` names a bad field)."""
+    missing = [k for k in _V2_KEYS if k not in payload]
+    if missing:
+        raise VocabError(f"missing key(s) {missing} of a {FORMAT_V2} artifact")
+    raw_tokens, raw_specials = payload["tokens"], payload["special_tokens"]
+    if not isinstance(raw_tokens, list) or not isinstance(raw_specials, list):
+        raise VocabError("tokens and special_tokens must be lists")
+    try:
+        specials = {str(s): int(i) for s, i in raw_specials}
+    except (TypeError, ValueError):
+        raise VocabError("special_tokens must be [content, id] pairs") from None
+    by_id = {i: s for s, i in specials.items()}
+    tokens: list[bytes] = []
+    for i, t in enumerate(raw_tokens):
+        if t is None and i in by_id:
+            tokens.append(by_id[i].encode("utf-8"))
+            continue
+        try:
+            tokens.append(bytes.fromhex(t))
+        except (TypeError, ValueError):
+            raise VocabError(f"tokens[{i}] is {t!r}, not the hex of the token's bytes") from None
+    if payload["vocab_size"] != len(tokens):
+        raise VocabError(f"vocab_size is {payload['vocab_size']} but tokens lists {len(tokens)} ids")
+    merges = payload["merges"]
+    if not isinstance(merges, list) or not all(isinstance(m, list) for m in merges):
+        raise VocabError("merges must be a list of [left, right] id pairs")
+    tok = build(
+        cls,
+        tokens=tokens,
+        merges=merges,
+        specials=specials,
+        patterns=payload["patterns"],
+        ignore_merges=payload.get("ignore_merges", False),
+        roles=payload.get("roles") or {},
+        add_bos=payload.get("add_bos", False),
+        add_eos=payload.get("add_eos", False),
+        chat_template=payload.get("chat_template"),
+        in_text=payload.get("in_text") or (),
+        name=name,
+        normalize=False,
+    )
+    return tok
+
+
+def topological(merges: list[tuple[int, int]], results: list[int], n: int) -> bool:
+    """Every merge comes after every merge that makes one of its parts.
+
+    Then merging all occurrences of the lowest-rank pair at once (the str passes, the numpy
+    batch) is the textbook rule; otherwise only the one-at-a-time paths are used.
+    """
+    made = [-1] * n
+    for r, t in enumerate(results):
+        made[t] = r
+    return all(made[a] < r and made[b] < r for r, (a, b) in enumerate(merges))
+
+
+def is_llama3(patterns: Sequence[str]) -> bool:
+    """The one split the line cache is proven for."""
+    return tuple(patterns) == (LLAMA3_PATTERN,)
