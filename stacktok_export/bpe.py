@@ -40,18 +40,20 @@ import os
 import re
 import warnings
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import regex
 
 from . import artifact as _artifact
 from . import vocab as _vocab
+from .api import EncodingAPI
 from .artifact import shipped_artifact_path  # re-exported here; its home is artifact.py
 from .pretokenize import LLAMA3_PATTERN, compile_pattern, isolated_split
 from .trainer import ProgressFn, count_pretokens, default_workers, train_merges
 
 if TYPE_CHECKING:
     from .bpe_batch import PairRanks
+    from .bpe_long import HardCuts
 
 SPECIAL_TOKENS: tuple[str, ...] = (
     "<|bos|>",  # beginning of sequence / packed document
@@ -81,10 +83,7 @@ _LINE_MAX = 256  # longest line kept in the line cache
 _LINES_HIT = 0.5  # share of a text's characters in cached lines below which it goes by pieces
 _LINES_CHARS = 1 << 24  # characters of distinct lines remembered before the line cache starts over
 
-AllowedSpecial = Literal["all"] | Collection[str]
-
-
-class StackTokenizer:
+class StackTokenizer(EncodingAPI):
     """Byte-level BPE with a fixed id layout; see the module docstring."""
 
     def __init__(self, pattern: str = SPLIT_PATTERN, *, name: str = "stacktok") -> None:
@@ -156,7 +155,7 @@ class StackTokenizer:
         self._table = table
         self.id_to_special = {i: s for s, i in self.special_to_id.items()}
         n = len(table)
-        self._shift = sh = 16 if n <= 1 << 16 else 31
+        self._shift = sh = max(16, (n - 1).bit_length())
         monotone = n <= 1 << 30 and all(x < y for x, y in zip(results, results[1:]))
         self._rank: dict[int, int] = {}
         for r, ((a, b), t) in enumerate(zip(self.merges, results)):
@@ -170,7 +169,8 @@ class StackTokenizer:
             None if identity else {b: chr(i) for b, i in enumerate(self.byte_ids) if i < 0x110000}
         )
         self._whole = plain if self.ignore_merges else None
-        self._topological = _vocab.topological(self.merges, results, n)
+        unsafe = _vocab.unsafe_ranks(self.merges, results, n)
+        self._unsafe = frozenset(self._rank[(a << sh) | b] for a, b in (self.merges[r] for r in unsafe))
         self._wide = n > 0x110000  # ids past chr()'s range: no str passes
         # the same ranks keyed by two characters (one per id), for the str passes of _bpe_long
         if self._wide:
@@ -182,6 +182,8 @@ class StackTokenizer:
         self._line_cache_ok = _vocab.is_llama3(self.patterns)  # the cuts are proven for this split only
         self._clear_caches()
         self._pair_ranks: PairRanks | None = None  # numpy form of _rank, built on first batch
+        self._results = results  # the id each merge makes (for the hard cuts of _bpe_long)
+        self._cuts: HardCuts | None = None  # built on the first long pre-token
         self._special_res: dict[frozenset[str], regex.Pattern[str]] = {}
 
     def _clear_caches(self) -> None:
@@ -190,6 +192,7 @@ class StackTokenizer:
         self._lines: dict[str, list[int]] = {}  # line (without its newline) -> ids of line + "\n"
         self._seen_lines: set[str] = set()
         self._seen_chars = 0
+        self._chunks: dict[bytes, list[int]] = {}  # chunk of a long pre-token (see _bpe_long) -> ids
 
     @property
     def vocab_size(self) -> int:
@@ -300,12 +303,20 @@ class StackTokenizer:
         if self._whole is not None and data in self._whole:
             return [self._whole[data]]  # ignore_merges: a whole-token pre-token is that token
         if len(data) <= _SHORT:
-            bm = self._byte_map
-            return self._bpe_short(list(data) if bm is None else list(map(bm.__getitem__, data)))
-        if not self._topological or self._wide:
-            bm = self._byte_map
-            return self._bpe_heap(list(data) if bm is None else list(map(bm.__getitem__, data)))
+            return self._bpe_short(self._ids(data))
         return self._bpe_long(data)
+
+    def _ids(self, data: bytes) -> list[int]:
+        bm = self._byte_map
+        return list(data) if bm is None else list(map(bm.__getitem__, data))
+
+    def _bpe_merges(self, data: bytes) -> list[int]:
+        """Merge-list BPE of bytes that are not a whole pre-token (no ``ignore_merges`` rule, no cuts)."""
+        if len(data) <= _SHORT:
+            return self._bpe_short(self._ids(data))
+        if self._wide:
+            return self._bpe_heap(self._ids(data))
+        return self._bpe_passes(data)
 
     def _bpe_short(self, ids: list[int]) -> list[int]:
         """Merge the leftmost lowest-rank pair, one at a time; ``min``/``index`` run in C.
@@ -331,8 +342,46 @@ class StackTokenizer:
                 ranks[i - 1] = get((ids[i - 1] << sh) | t, miss)
         return ids
 
-    def _bpe_long(self, data: bytes, *, batch_work: int | None = None) -> list[int]:
-        """Long pre-tokens: whole-string passes while they are cheap, then the heap.
+    def _bpe_long(self, data: bytes) -> list[int]:
+        """Long pre-tokens: cut where no merge can join (:mod:`.bpe_long`), each chunk merged once.
+
+        Chunks are cached by their bytes; many new ones merge together in numpy. A
+        pre-token without a cut goes to :meth:`_bpe_merges` whole.
+        """
+        if self._cuts is None:
+            from .bpe_long import HardCuts
+
+            self._cuts = HardCuts(self._table[t] for t in self._results)
+        chunks = self._cuts.split(data)
+        if len(chunks) == 1:
+            return self._bpe_merges(data)
+        cache = self._chunks
+        new = set(chunks).difference(cache)
+        if new:
+            if len(cache) + len(new) > _CACHE_MAX:
+                cache.clear()
+                new = set(chunks)
+            self._merge_chunks(new, cache)
+        return list(itertools.chain.from_iterable(map(cache.__getitem__, chunks)))
+
+    def _merge_chunks(self, chunks: Collection[bytes], cache: dict[bytes, list[int]]) -> None:
+        """BPE of distinct chunks into ``cache``: the short ones in one numpy batch when there are many."""
+        if len(chunks) < _BATCH:
+            for data in chunks:
+                cache[data] = self._bpe_merges(data)
+            return
+        from . import bpe_batch
+
+        if self._pair_ranks is None:
+            self._pair_ranks = self._batch_ranks(bpe_batch)
+        short = [data for data in chunks if len(data) <= _BATCH_BYTES]
+        for data in chunks:
+            if len(data) > _BATCH_BYTES:
+                cache[data] = self._bpe_merges(data)
+        bpe_batch.batch_bpe(short, short, self._pair_ranks, cache)
+
+    def _bpe_passes(self, data: bytes, *, batch_work: int | None = None) -> list[int]:
+        """Long sequences without a cut: whole-string passes while they are cheap, then the heap.
 
         Each id is one character of a ``str``; the lowest-rank pair present is
         merged everywhere at once by ``str.replace`` (leftmost, non-overlapping:
@@ -345,7 +394,7 @@ class StackTokenizer:
         if self._translate is not None:
             s = s.translate(self._translate)
         budget = 32 * len(s) if batch_work is None else batch_work
-        pair_rank, rank_pair = self._pair_rank, self._rank_pair
+        pair_rank, rank_pair, unsafe = self._pair_rank, self._rank_pair, self._unsafe
         get = pair_rank.get
         heap = list(set(map(get, map(operator.add, s, s[1:]))) - {None})
         heapq.heapify(heap)
@@ -357,6 +406,8 @@ class StackTokenizer:
             budget -= len(s)
             if pair not in s:
                 continue  # stale: an earlier merge consumed every occurrence
+            if r in unsafe:  # may make a lower-rank pair: one occurrence at a time from here
+                return self._bpe_heap(list(map(ord, s)))
             c = chr(r & _ID)
             s = s.replace(pair, c)
             budget -= 2 * len(s)
@@ -502,7 +553,7 @@ class StackTokenizer:
     def _bpe_into(self, pieces: Collection[str], cache: dict[str, list[int]]) -> None:
         """BPE of many distinct pre-tokens: short ones together in numpy when there are many."""
         bpe = self._bpe
-        if len(pieces) < _BATCH or not self._topological:
+        if len(pieces) < _BATCH:
             for piece in pieces:
                 cache[piece] = bpe(piece.encode("utf-8"))
             return
@@ -526,62 +577,21 @@ class StackTokenizer:
 
     def _batch_ranks(self, bpe_batch):  # noqa: ANN001, ANN202 -- the lazily imported module
         """The numpy pair table: rank values as they are, or ranks + result ids when packed."""
-        if not self._packed:
-            return bpe_batch.PairRanks(self._rank, shift=self._shift, byte_ids=self._byte_map)
-        ranks = {k: v >> 31 for k, v in self._rank.items()}
-        results = [v & _ID for v in sorted(self._rank.values())]
-        return bpe_batch.PairRanks(ranks, shift=self._shift, byte_ids=self._byte_map, results=results)
+        import numpy as np
 
-    def _allowed(self, allowed_special: AllowedSpecial, add_special_tokens: bool) -> frozenset[str]:
-        if add_special_tokens or allowed_special == "all":
-            return frozenset(self.special_to_id)
-        if isinstance(allowed_special, str):
-            raise TypeError(
-                f"allowed_special must be 'all' or a set of special tokens, got {allowed_special!r}; "
-                f"wrap a single token in a set, e.g. allowed_special={{{allowed_special!r}}}"
-            )
-        allowed = frozenset(allowed_special)
-        unknown = allowed - self.special_to_id.keys()
-        if unknown:
-            raise ValueError(
-                f"allowed_special contains {sorted(unknown)}, which are not special tokens; "
-                f"choose from {list(self.special_to_id)}"
-            )
-        return allowed
-
-    def encode(
-        self,
-        text: str,
-        allowed_special: AllowedSpecial = frozenset(),
-        add_special_tokens: bool = False,
-    ) -> list[int]:
-        """Encode ``text``; special-token strings are ordinary bytes unless allowed.
-
-        Opt in only at trusted call sites: ``allowed_special={"<|bos|>"}``,
-        ``allowed_special="all"``, or ``add_special_tokens=True`` (all). Never
-        adds BOS/EOS by itself.
-        """
-        if not isinstance(text, str):
-            raise TypeError(f"encode() takes str, got {type(text).__name__}; decode bytes first")
-        allowed = self._allowed(allowed_special, add_special_tokens) | self.in_text
-        out: list[int] = []
-        if not allowed:
-            self._encode_ordinary(text, out)
-            return out
-        splitter = self._special_res.get(allowed)
-        if splitter is None:
-            alts = "|".join(regex.escape(s) for s in sorted(allowed, key=lambda s: (-len(s), s)))
-            splitter = self._special_res[allowed] = regex.compile(f"({alts})")
-        for i, seg in enumerate(splitter.split(text)):
-            if i % 2:
-                out.append(self.special_to_id[seg])
-            elif seg:
-                self._encode_ordinary(seg, out)
-        return out
-
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Encode untrusted text: every special string is plain bytes."""
-        return self.encode(text)
+        n = len(self._rank)
+        keys = np.fromiter(self._rank.keys(), dtype=np.int64, count=n)
+        values = np.fromiter(self._rank.values(), dtype=np.int64, count=n)
+        unsafe = np.fromiter(self._unsafe, dtype=np.int64, count=len(self._unsafe))
+        results = None
+        if self._packed:
+            ranks = values >> 31
+            results = np.empty(n, dtype=np.int64)
+            results[ranks] = values & _ID
+            values, unsafe = ranks, unsafe >> 31
+        return bpe_batch.PairRanks(
+            keys, values, shift=self._shift, byte_ids=self._byte_map, results=results, unsafe=unsafe
+        )
 
     # ---------------------------------------------------------------- decoding
     def decode_bytes(self, ids: Iterable[int]) -> bytes:

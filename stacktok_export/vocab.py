@@ -328,16 +328,20 @@ def load_payload(cls: type[StackTokenizer], payload: dict[str, Any], *, name: st
     return tok
 
 
-def topological(merges: list[tuple[int, int]], results: list[int], n: int) -> bool:
-    """Every merge comes after every merge that makes one of its parts.
+def unsafe_ranks(merges: list[tuple[int, int]], results: list[int], n: int) -> list[int]:
+    """Ranks whose merge may create a pair of *lower* rank (merges that are not topological).
 
-    Then merging all occurrences of the lowest-rank pair at once (the str passes, the numpy
-    batch) is the textbook rule; otherwise only the one-at-a-time paths are used.
+    Merging every occurrence of the lowest-rank pair at once (the str passes, the numpy batch)
+    is the textbook rule (one leftmost merge at a time) unless a merge makes a token that a
+    lower-rank merge uses: then the new pair must merge before the next occurrence. Llama-3's
+    merges, converted from tiktoken ranks, have tens of thousands of such ranks (a token is
+    made by several merges); for those the fast paths merge one occurrence at a time.
     """
-    made = [-1] * n
-    for r, t in enumerate(results):
-        made[t] = r
-    return all(made[a] < r and made[b] < r for r, (a, b) in enumerate(merges))
+    first_use = [len(merges)] * n
+    for r, (a, b) in enumerate(merges):
+        first_use[a] = min(first_use[a], r)
+        first_use[b] = min(first_use[b], r)
+    return [r for r, t in enumerate(results) if first_use[t] < r]
 
 
 def is_llama3(patterns: Sequence[str]) -> bool:

@@ -208,7 +208,7 @@ def test_untrusted_text_never_yields_a_special(small_tok: StackTokenizer, specia
 def test_trusted_text_yields_the_special(small_tok: StackTokenizer, special: str) -> None:
     sid = small_tok.special_token_id(special)
     text = f"a{special}b {special}"
-    for kwargs in ({"allowed_special": "all"}, {"add_special_tokens": True}, {"allowed_special": {special}}):
+    for kwargs in ({"allowed_special": "all"}, {"parse_special": True}, {"allowed_special": {special}}):
         ids = small_tok.encode(text, **kwargs)
         assert ids.count(sid) == 2
         assert small_tok.decode(ids) == text

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from stacktok_export import SPLIT_PATTERN, StackTokenizer, load_tokenizer
 from stacktok_export import bpe as bpe_module
-from stacktok_export.bpe_batch import PairRanks, batch_bpe
+from stacktok_export import bpe_batch
+from stacktok_export.bpe_batch import batch_bpe
 
 from .conftest import ROOT, SHIPPED, need
 
@@ -65,8 +66,9 @@ def test_every_bpe_path_equals_the_textbook(merges: list[tuple[int, int]], data:
     assert tok._bpe_short(list(data)) == want
     assert tok._bpe_heap(list(data)) == want
     assert tok._bpe_long(data) == want
+    assert tok._bpe_passes(data) == want
     # a small budget hands over to the heap part-way through the str passes
-    assert tok._bpe_long(data, batch_work=work) == want
+    assert tok._bpe_passes(data, batch_work=work) == want
     assert tok._bpe(data) == want
 
 
@@ -77,7 +79,7 @@ def test_numpy_batch_equals_the_textbook(merges: list[tuple[int, int]], datas: l
     tok = tokenizer(merges)
     got: dict[str, list[int]] = {}
     keys = [f"k{j}" for j in range(len(datas))]
-    batch_bpe(keys, datas, PairRanks(tok._rank), got)
+    batch_bpe(keys, datas, tok._batch_ranks(bpe_batch), got)
     assert [got[k] for k in keys] == [textbook_bpe(d, merges) for d in datas]
 
 
@@ -95,6 +97,40 @@ def test_encode_with_its_cache_equals_the_textbook(merges: list[tuple[int, int]]
             assert tok.encode(text) == want
     finally:
         bpe_module._CACHE_MAX = saved
+
+
+#: bytes 0xff (never in UTF-8, the cut marker of HardCuts.split) and 0x00 besides the alphabet's
+CUT_BYTES = [*BYTES, 0x00, 0xFF]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    merges=merge_tables(),
+    datas=st.lists(st.lists(st.sampled_from(CUT_BYTES), min_size=49, max_size=400).map(bytes), max_size=6),
+    batch=st.sampled_from([1, 1000]),
+)
+def test_long_pretokens_cut_where_no_merge_joins(merges: list[tuple[int, int]], datas: list[bytes], batch: int) -> None:
+    """_bpe_long cuts at pairs inside no merged token; chunks merge alone (numpy batch or one by one)."""
+    tok = tokenizer(merges)
+    saved = bpe_module._BATCH
+    bpe_module._BATCH = batch
+    try:
+        for data in datas + datas:  # the second round is served from the chunk cache
+            assert tok._bpe_long(data) == textbook_bpe(data, merges)
+            assert b"".join(tok._cuts.split(data)) == data
+    finally:
+        bpe_module._BATCH = saved
+
+
+def test_hard_cuts_split_only_between_pairs_no_token_holds() -> None:
+    from stacktok_export.bpe_long import HardCuts
+
+    cuts = HardCuts([b"ab", b"abc"])
+    assert cuts.split(b"abcxabc") == [b"abc", b"x", b"abc"]
+    assert cuts.split(b"ab\xffab") == [b"ab", b"\xff", b"ab"]  # the marker byte itself: sliced
+    assert cuts.split(b"abab") == [b"ab", b"ab"]  # "ba" is in no token
+    assert cuts.split(b"a") == [b"a"]
+    assert HardCuts([]).split(b"xyz") == [b"x", b"y", b"z"]
 
 
 def test_long_repetitive_pretoken_takes_the_str_passes() -> None:
