@@ -90,25 +90,29 @@ def _plain_ids(tokens: list[bytes], special_ids: Collection[int]) -> dict[bytes,
 
 def _check_merges(merges: Sequence[Sequence[int]], tokens: list[bytes], plain: dict[bytes, int]) -> list[int]:
     """The result id of every merge (validated: non-special parts, result in the vocabulary)."""
-    results: list[int] = []
-    seen: dict[tuple[int, int], int] = {}
     n = len(tokens)
+    get = plain.get
+    results: list[int] = []
     for r, m in enumerate(merges):
-        ok = len(m) == 2 and all(type(x) is int and 0 <= x < n for x in m)
-        if not ok:
-            raise VocabError(f"merges[{r}] is {m!r}, not a [left, right] pair of ids below {n}")
-        a, b = m
-        pair = (a, b)
-        if pair in seen:
-            raise VocabError(f"merges[{r}] = {list(pair)} duplicates merges[{seen[pair]}]")
-        seen[pair] = r
+        try:
+            a, b = m
+            if not (type(a) is int and type(b) is int and 0 <= a < n and 0 <= b < n):
+                raise ValueError
+        except (TypeError, ValueError):
+            raise VocabError(f"merges[{r}] is {m!r}, not a [left, right] pair of ids below {n}") from None
         left, right = tokens[a], tokens[b]
-        if plain.get(left) != a or plain.get(right) != b:
-            raise VocabError(f"merges[{r}] = {list(pair)} uses a special token id")
-        result = plain.get(left + right)
+        if get(left) != a or get(right) != b:
+            raise VocabError(f"merges[{r}] = {[a, b]} uses a special token id")
+        result = get(left + right)
         if result is None:
-            raise VocabError(f"merges[{r}] = {list(pair)}: {left + right!r} is not a token of the vocabulary")
+            raise VocabError(f"merges[{r}] = {[a, b]}: {left + right!r} is not a token of the vocabulary")
         results.append(result)
+    if len(set(map(tuple, merges))) != len(merges):
+        seen: dict[tuple[int, int], int] = {}
+        for r, m in enumerate(merges):
+            if tuple(m) in seen:
+                raise VocabError(f"merges[{r}] = {list(m)} duplicates merges[{seen[tuple(m)]}]")
+            seen[tuple(m)] = r
     return results
 
 
@@ -160,8 +164,8 @@ def build(
     table = _check_tokens(tokens)
     special_to_id = _check_specials(specials, table)
     plain = _plain_ids(table, set(special_to_id.values()))
-    pairs = [(int(a), int(b)) for a, b in merges]
-    results = _check_merges(pairs, table, plain)
+    results = _check_merges(merges, table, plain)
+    pairs = [(a, b) for a, b in merges]
     patterns = _check_patterns(patterns)
     role_ids = _check_roles(roles or {}, len(table))
     unknown = set(in_text) - special_to_id.keys()
