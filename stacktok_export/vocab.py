@@ -14,7 +14,8 @@ it returns a v1 tokenizer, so importing our own export gives our fingerprint. :f
 / :func:`dumps` / :func:`load_payload` are the v2 artifact's JSON form (keys sorted, one token
 and one merge per line, token bytes as hex).
 
-Out of scope: holes in the id space (every id is a token), non-byte-level models
+Out of scope: an unk token or byte fallback (a missing single byte is dropped, as HF's BPE
+without ``unk_token`` does), holes in the id space (every id is a token), non-byte-level models
 (SentencePiece, WordPiece, Unigram), normalizers.
 """
 
@@ -74,7 +75,12 @@ def _check_specials(specials: Mapping[str, int], tokens: list[bytes]) -> dict[st
 
 
 def _plain_ids(tokens: list[bytes], special_ids: Collection[int]) -> dict[bytes, int]:
-    """bytes -> id of every non-special token; two ids with the same bytes are refused."""
+    """bytes -> id of every non-special token; two ids with the same bytes are refused.
+
+    Single bytes may be missing (DeepSeek, StarCoder, Falcon have no token for bytes that
+    never occur in UTF-8): the source drops them, HF's BPE without an unk token as llama.cpp,
+    and so does the reference (``StackTokenizer.missing_bytes``).
+    """
     ids: dict[bytes, int] = {}
     for i, t in enumerate(tokens):
         if i in special_ids:
@@ -82,9 +88,6 @@ def _plain_ids(tokens: list[bytes], special_ids: Collection[int]) -> dict[bytes,
         if t in ids:
             raise VocabError(f"tokens[{ids[t]}] and tokens[{i}] are both {t!r}; token bytes must be unique")
         ids[t] = i
-    missing = [b for b in range(256) if bytes([b]) not in ids]
-    if missing:
-        raise VocabError(f"no token for byte(s) {missing[:8]}: a byte-level BPE needs all 256 single bytes")
     return ids
 
 

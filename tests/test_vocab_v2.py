@@ -130,7 +130,6 @@ def test_two_isolated_splits_and_text_between_matches() -> None:
         (lambda kw: kw.update(roles={"boss": 0}), "unknown role"),
         (lambda kw: kw.update(patterns=[]), "patterns"),
         (lambda kw: kw.update(merges=[(97, 256)]), "special token id"),
-        (lambda kw: kw.update(tokens=[b"zz", *kw["tokens"][1:]]), "byte"),
         (lambda kw: kw.update(merges=[(97, 98)]), "not a token"),
     ],
 )
@@ -144,3 +143,31 @@ def test_bad_vocabularies_name_the_field(edit, message: str) -> None:
     edit(kw)
     with pytest.raises(ArtifactError, match=message):
         StackTokenizer.from_vocab(**kw)
+
+
+def test_missing_bytes_are_dropped_as_hf_bpe_drops_them() -> None:
+    """No token for bytes c3 and bf (DeepSeek/StarCoder/Falcon lack some bytes): HF's BPE without
+    an unk token drops them and merges across the gap; the reference does the same."""
+    import tokenizers
+
+    from stacktok_export.export.bytelevel import to_chars
+
+    tokens = [bytes([i]) for i in range(256) if i not in (0xC3, 0xBF)] + [b"ab", b"<s>"]
+    a, b = tokens.index(b"a"), tokens.index(b"b")
+    model = tokenizers.models.BPE(
+        vocab={to_chars(t): i for i, t in enumerate(tokens[:-1])}, merges=[(to_chars(b"a"), to_chars(b"b"))]
+    )
+    hf = tokenizers.Tokenizer(model)
+    hf.pre_tokenizer = tokenizers.pre_tokenizers.Sequence(
+        [
+            tokenizers.pre_tokenizers.Split(tokenizers.Regex(r"\S+|\s+"), behavior="isolated"),
+            tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    ref = StackTokenizer.from_vocab(
+        tokens=tokens, merges=[(a, b)], specials={"<s>": len(tokens) - 1}, patterns=[r"\S+|\s+"]
+    )
+    assert ref.missing_bytes == b"\xbf\xc3"
+    for text in ("a\u00ffb xa\u00ff", "\u00ff" * 300, " ".join(f"a\u00ffb{i}x\u00ff" for i in range(1500)), "plain ascii"):
+        assert ref.encode(text) == hf.encode(text).ids
+    assert ref.encode("a\u00ffb") == [len(tokens) - 2]

@@ -1,0 +1,129 @@
+"""``stacktok import``: any byte-level BPE source -> the frozen reference (artifact v2).
+
+:func:`import_tokenizer` reads one source and builds it with ``StackTokenizer.from_vocab``
+(which validates it and returns a v1 tokenizer when the layout is exactly ours, so importing
+our own exports gives our fingerprint). :func:`read_source` is the reading half: the
+``from_vocab`` keyword dict. The kind of file decides the reader:
+
+============================  =====================================================
+``*.gguf`` (GGUF magic)       :mod:`.gguf_src` (``tokenizer.ggml.model = gpt2``)
+``tokenizer.json`` / a folder :mod:`.hf_json` (with ``tokenizer_config.json`` beside it)
+``*.tiktoken``                :mod:`.tiktoken_src` (needs ``pattern`` and ``specials``)
+``*.model``                   :mod:`.minbpe_src` (minbpe's text format)
+other ``*.json``              :mod:`.seed004` (specials first, then bytes, then merges)
+============================  =====================================================
+
+Anything that is not a byte-level BPE the reference can follow raises :class:`ImportRefused`
+(one line: the file, the component, why).
+
+Out of scope: writing exports of the result (``stacktok export --artifact``), and
+SentencePiece / WordPiece / Unigram models (refused).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..artifact import ArtifactError
+from .common import ImportRefused
+
+if TYPE_CHECKING:
+    from ..bpe import StackTokenizer
+
+__all__ = ["ImportRefused", "import_tokenizer", "read_source", "source_kind"]
+
+KINDS = ("gguf", "hf", "tiktoken", "minbpe", "seed004")
+
+
+def source_kind(path: str | os.PathLike[str]) -> str:
+    """Which reader a path needs (one of :data:`KINDS`); ``ImportRefused`` when none does."""
+    p = Path(path)
+    if p.is_dir():
+        if (p / "tokenizer.json").is_file():
+            return "hf"
+        raise ImportRefused(p, "source", "a folder without tokenizer.json; pass the file itself")
+    if not p.is_file():
+        raise ImportRefused(p, "source", "no such file")
+    with open(p, "rb") as f:
+        head = f.read(4)
+    if head == b"GGUF" or p.suffix == ".gguf":
+        return "gguf"
+    if p.suffix == ".tiktoken":
+        return "tiktoken"
+    if p.suffix == ".model":
+        return "minbpe"
+    if p.name == "tokenizer.json":
+        return "hf"
+    if p.suffix == ".json":
+        return "hf" if _has_model(p) else "seed004"
+    raise ImportRefused(
+        p, "source", "unknown kind; expected .gguf, tokenizer.json, .tiktoken, .model or .json"
+    )
+
+
+def _has_model(p: Path) -> bool:
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ImportRefused(p, "JSON", f"cannot read it: {exc}") from None
+    return isinstance(data, dict) and "model" in data
+
+
+def read_source(
+    path: str | os.PathLike[str],
+    *,
+    pattern: str | None = None,
+    specials: Iterable[tuple[str, int]] = (),
+    name: str | None = None,
+) -> dict[str, Any]:
+    """The ``StackTokenizer.from_vocab`` keywords of one source (see the module docstring).
+
+    ``pattern`` replaces the source's split (required for ``.tiktoken``); ``specials`` are
+    ``(token, id)`` pairs (``.tiktoken`` only: the file carries none).
+    """
+    kind = source_kind(path)
+    specials = list(specials)
+    if specials and kind != "tiktoken":
+        raise ImportRefused(
+            path, "--special", f"only a .tiktoken file takes specials; a {kind} source has its own"
+        )
+    if kind == "gguf":
+        from .gguf_src import read_gguf
+
+        return read_gguf(path, pattern=pattern, name=name)
+    if kind == "hf":
+        from .hf_json import read_hf
+
+        return read_hf(path, pattern=pattern, name=name)
+    if kind == "tiktoken":
+        from .tiktoken_src import read_tiktoken
+
+        return read_tiktoken(path, pattern=pattern, specials=specials, name=name)
+    if kind == "minbpe":
+        from .minbpe_src import read_minbpe
+
+        return read_minbpe(path, pattern=pattern, name=name)
+    from .seed004 import read_seed004
+
+    return read_seed004(path, pattern=pattern, name=name)
+
+
+def import_tokenizer(
+    path: str | os.PathLike[str],
+    *,
+    pattern: str | None = None,
+    specials: Iterable[tuple[str, int]] = (),
+    name: str | None = None,
+) -> StackTokenizer:
+    """Read one source and build its reference tokenizer (``ImportRefused`` on anything else)."""
+    from ..bpe import StackTokenizer
+
+    vocab = read_source(path, pattern=pattern, specials=specials, name=name)
+    try:
+        return StackTokenizer.from_vocab(**vocab)
+    except ArtifactError as exc:
+        raise ImportRefused(path, "vocabulary", str(exc)) from None

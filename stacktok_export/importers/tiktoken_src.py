@@ -1,0 +1,129 @@
+"""Read a ``.tiktoken`` file (``base64-token rank`` per line) with its split and specials.
+
+The file carries neither the pre-tokenizer regex nor the special tokens, so both are given
+(``--pattern REGEX``, ``--special TOKEN=ID`` repeatable). Ranks are ids.
+
+Merges, from tiktoken's rule (merge the adjacent pair whose concatenation has the lowest rank,
+leftmost first). Each token's own merge is the pair tiktoken's loop ends with when run on the
+token's bytes with only lower ranks (:func:`final_pair`), in rank order. When that list makes
+every token from its own bytes (self-reachable, as every token of our layout is), merge-list
+BPE and tiktoken's rule agree -- the premise our tiktoken export rests on -- and that list is
+the result, so our own export gives back exactly our merges. Otherwise every split of every
+token into two tokens is a merge at the token's rank (own merge first, then by the parts'
+ranks), as HF's tiktoken converter writes them. Either way ``ignore_merges=True``: tiktoken
+looks a whole piece up first.
+
+Out of scope: tiktoken's registry of named encodings (pass the file).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .common import ImportRefused, dense_table, vocabulary
+
+
+def _ranks(path: Path) -> dict[bytes, int]:
+    ranks: dict[bytes, int] = {}
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        raise ImportRefused(path, "file", str(exc)) from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            token, rank = line.split()
+            ranks[base64.b64decode(token, validate=True)] = int(rank)
+        except (ValueError, binascii.Error):
+            raise ImportRefused(path, f"line {n}", f"{line[:60]!r} is not 'base64-token rank'") from None
+    return ranks
+
+
+def final_pair(token: bytes, ranks: dict[bytes, int], below: int) -> tuple[bytes, bytes] | None:
+    """The two parts tiktoken's loop joins last into ``token`` using ranks ``< below``.
+
+    >>> final_pair(b"abc", {b"a": 0, b"b": 1, b"c": 2, b"bc": 3, b"abc": 4}, 4)
+    (b'a', b'bc')
+    """
+    parts = [token[i : i + 1] for i in range(len(token))]
+    while len(parts) > 2:
+        best, at = below, -1
+        for i in range(len(parts) - 1):
+            r = ranks.get(parts[i] + parts[i + 1], below)
+            if r < best:
+                best, at = r, i
+        if at < 0:
+            break
+        parts[at : at + 2] = [parts[at] + parts[at + 1]]
+    return (parts[0], parts[1]) if len(parts) == 2 else None
+
+
+def _self_reachable(ranks: dict[bytes, int], merges: list[tuple[int, int]]) -> bool:
+    """Whether merge-list BPE (lowest merge first, leftmost) turns every token's bytes into it."""
+    by_rank = {r: t for t, r in ranks.items()}
+    order = {pair: k for k, pair in enumerate(merges)}
+    for token, r in ranks.items():
+        ids = [ranks[token[i : i + 1]] for i in range(len(token))]
+        while len(ids) > 1:
+            k, at = min((order.get((a, b), len(order)), i) for i, (a, b) in enumerate(zip(ids, ids[1:])))
+            if k == len(order):
+                return False
+            ids[at : at + 2] = [ranks[by_rank[ids[at]] + by_rank[ids[at + 1]]]]
+        if ids != [r]:
+            return False
+    return True
+
+
+def derive_merges(ranks: dict[bytes, int]) -> list[tuple[int, int]]:
+    """The merges whose BPE is tiktoken's rule on ``ranks`` (see the module docstring)."""
+    finals: list[tuple[int, int]] = []
+    every: list[tuple[int, int]] = []
+    for token, r in sorted(ranks.items(), key=lambda kv: kv[1]):
+        if len(token) < 2:
+            continue
+        last = final_pair(token, ranks, r)
+        first = [(ranks[last[0]], ranks[last[1]])] if last is not None else []
+        splits = [
+            (ranks[token[:k]], ranks[token[k:]])
+            for k in range(1, len(token))
+            if token[:k] in ranks and token[k:] in ranks
+        ]
+        finals += first
+        every += first + sorted(s for s in splits if s not in first)
+    return finals if _self_reachable(ranks, finals) else every
+
+
+def read_tiktoken(
+    path: str | os.PathLike[str],
+    *,
+    pattern: str | None,
+    specials: Iterable[tuple[str, int]] = (),
+    name: str | None = None,
+) -> dict[str, Any]:
+    """The ``from_vocab`` keywords of a ``.tiktoken`` file plus its split and specials."""
+    path = Path(path)
+    if pattern is None:
+        raise ImportRefused(path, "--pattern", "a .tiktoken file carries no split; pass --pattern REGEX")
+    ranks = _ranks(path)
+    by_id = {r: t for t, r in ranks.items()}
+    if len(by_id) != len(ranks):
+        raise ImportRefused(path, "ranks", "two tokens share a rank")
+    special_ids = dict(specials)
+    for s, i in special_ids.items():
+        if i in by_id:
+            raise ImportRefused(path, "--special", f"{s}={i}: id {i} is already the rank of a token")
+        by_id[i] = s.encode("utf-8")
+    return vocabulary(
+        tokens=dense_table(path, by_id),
+        merges=derive_merges(ranks),
+        specials=special_ids,
+        patterns=[pattern],
+        ignore_merges=True,
+        name=name or path.stem,
+    )
