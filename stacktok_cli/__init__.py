@@ -7,6 +7,8 @@
 - ``train``, ``tokens`` (info, encode, decode), ``pack``, ``retokenize``, ``export``: the
   tokenizer's commands, thin wrappers over ``stacktok_export``; ``gate``, ``fuzz`` and
   ``audit`` are ``conformance``'s;
+- ``describe``: ``info`` on an HF directory, a GGUF or a ``.tiktoken``; ``matrix``: the shipped
+  support matrix; ``completion``: the shell completion script (shtab);
 - ``args``: the shared parser class and argument helpers; ``sigterm``: clean-up on ``kill``;
 - here, :func:`main`: parse, run, and map what escapes to an exit code.
 
@@ -43,4 +45,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return args.func(args)
 
-    return run_main(run, prog="stacktok", debug="--debug" in argv)
+    options = argv[: argv.index("--")] if "--" in argv else argv  # after `--` it is an operand
+    return run_main(run, prog="stacktok", debug="--debug" in options)

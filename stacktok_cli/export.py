@@ -4,8 +4,10 @@ Defaults resolve against the stacktok checkout, never the working directory: the
 :func:`stacktok_export.artifact.default_artifact_path` and the output folder the checkout's
 ``tokenizer/`` (``./tokenizer`` for an installed package). The first line printed,
 ``using artifact X, exports in Y``, says which. ``--check`` writes nothing and exits 1 when a
-file on disk is not exactly what the artifact produces. A ``kill`` mid-export still removes
-its temporary files (:mod:`stacktok_cli.sigterm`).
+file on disk is not exactly what the artifact produces. ``--format F`` (repeatable) limits
+both to some formats; a format that cannot express the artifact (an imported one, issue 21)
+refuses with exit 2 and one line saying what and why, and nothing is written. A ``kill``
+mid-export still removes its temporary files (:mod:`stacktok_cli.sigterm`).
 
 Out of scope: the exporters (``stacktok_export.export``).
 """
@@ -13,11 +15,13 @@ Out of scope: the exporters (``stacktok_export.export``).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from conformance.core.errors import UsageError
 from stacktok_cli.sigterm import sigterm_as_exit
 from stacktok_export import artifact
+from stacktok_export.export import FORMATS, ExportRefused, check_exports, export_all
 
 HELP = "write tiktoken / HF / GGUF exports of an artifact"
 
@@ -38,15 +42,31 @@ def add_arguments(x: argparse.ArgumentParser) -> None:
     x.add_argument(
         "--check", action="store_true", help="verify the exports on disk; write nothing (default: off)"
     )
+    x.add_argument(
+        "--format",
+        dest="formats",
+        action="append",
+        choices=FORMATS,
+        default=None,
+        help="export only this format (repeatable; default: all of " + ", ".join(FORMATS) + ")",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
-    from stacktok_export.export import check_exports, export_all
-
     source, out = _export_paths(args.artifact, args.out, check=args.check)
-    if args.check:
+    formats = tuple(dict.fromkeys(args.formats or FORMATS))
+    try:
+        return _run(source, out, formats=formats, check=args.check)
+    except ExportRefused as exc:
+        others = [f for f in formats if f != exc.fmt]
+        hint = f"; export the others with {' '.join('--format ' + f for f in others)}" if others else ""
+        raise UsageError(f"{exc}; nothing was written{hint}") from None
+
+
+def _run(source: Path, out: Path, *, formats: tuple[str, ...], check: bool) -> int:
+    if check:
         print(f"using artifact {source}, exports in {out}")
-        problems = check_exports(source, out)
+        problems = check_exports(source, out, formats=formats)
         for p in problems:
             print(f"stale: {p}")
         if problems:
@@ -56,10 +76,26 @@ def main(args: argparse.Namespace) -> int:
         return 0
     with sigterm_as_exit():  # so a `kill` runs the temp-file clean-up too
         print(f"using artifact {source}, exports in {out}")
-        written = export_all(source, out)
+        written = export_all(source, out, formats=formats)
     for path in written:
         print(f"wrote {path}")
+    if "tiktoken" in formats:
+        _note_unproven(source, out)
     return 0
+
+
+def _note_unproven(source: Path, out: Path) -> None:
+    """Say when the .tiktoken file's equality is left to the gate (it judges behaviour)."""
+    from stacktok_export.bpe import StackTokenizer
+    from stacktok_export.export.tiktoken_fmt import tiktoken_unproven
+
+    reason = tiktoken_unproven(StackTokenizer.load(source))
+    if reason:
+        print(
+            f"note: the .tiktoken file is not proven equal to the artifact ({reason}); "
+            f"`stacktok gate {out} --artifact {source}` judges it by behaviour",
+            file=sys.stderr,
+        )
 
 
 def _default_out(*, check: bool) -> Path:

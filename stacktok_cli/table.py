@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import conformance.audit as audit
 import conformance.fuzz as fuzz
 import conformance.gate as gate
-from stacktok_cli import export, pack, retokenize, tokens, train
+from stacktok_cli import completion, export, importing, matrix, pack, retokenize, tokens, train
 from stacktok_cli.args import Parser
 from stacktok_export import __version__
 
@@ -39,6 +39,7 @@ class Command:
 _GATE = "release gate: check a checkpoint/tokenizer directory before publishing"
 _FUZZ = "differential fuzzing of a directory's exports, with shrinking"
 _AUDIT = "audit a vocabulary: reachability, duplicates, Unicode tables"
+_DEBUG = "print the full trace of an internal error (default: off)"
 
 COMMANDS: tuple[Command, ...] = (
     Command("train", train.HELP, train.add_arguments, train.main),
@@ -48,9 +49,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("decode", tokens.DECODE_HELP, tokens.add_decode_arguments, tokens.decode),
     Command("retokenize", retokenize.HELP, retokenize.add_arguments, retokenize.main, described=True),
     Command("export", export.HELP, export.add_arguments, export.main),
+    Command("import", importing.HELP, importing.add_arguments, importing.main),
     Command("gate", _GATE, gate.add_arguments, gate.main, described=True),
     Command("fuzz", _FUZZ, fuzz.add_arguments, fuzz.main, described=True),
     Command("audit", _AUDIT, audit.add_arguments, audit.main, described=True),
+    Command("matrix", matrix.HELP, matrix.add_arguments, matrix.main),
+    Command("completion", completion.HELP, completion.add_arguments, completion.main),
 )
 
 
@@ -58,11 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
     """``stacktok`` with every command of :data:`COMMANDS`; ``args.func(args)`` runs the chosen one."""
     p = Parser(prog="stacktok", description="A frozen byte-level BPE, its exporters, and the release gate.")
     p.add_argument("--version", action="version", version=f"stacktok {__version__}")
-    p.add_argument("--debug", action="store_true", help="print the full trace of an internal error")
+    p.add_argument("--debug", action="store_true", help=_DEBUG)
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND")
     for command in COMMANDS:
         described = {"description": command.help} if command.described else {}
         cmd = sub.add_parser(command.name, help=command.help, **described)
         command.add_arguments(cmd)
+        # after the subcommand too (`stacktok gate DIR --debug`); SUPPRESS keeps a --debug given before it
+        cmd.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG)
         cmd.set_defaults(func=command.run)
     return p

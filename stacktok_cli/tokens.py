@@ -1,7 +1,8 @@
 """``stacktok info``, ``encode`` and ``decode``: look at an artifact and turn text into ids and back.
 
 - ``info [PATH] [--json]``: name, vocabulary, id layout, specials (training-shortfall fillers
-  summarised as one line per run), pattern, engine and fingerprint.
+  summarised as one line per run), pattern, engine and fingerprint; PATH may also be a Hugging
+  Face directory, a GGUF or a ``.tiktoken`` file (``stacktok_cli.describe``).
 - ``encode [TEXT]``: text from the argument or standard input, strict UTF-8 (an undecodable
   byte is named with its offset); specials are plain text unless ``--allow-special``.
 - ``decode [IDS...]``: ids separated by spaces or commas (a JSON list works) to exact bytes.
@@ -15,20 +16,27 @@ import argparse
 import json
 import re
 import sys
+from pathlib import Path
 
 from conformance.core.errors import UsageError
 from stacktok_cli.args import ARTIFACT_HELP
+from stacktok_cli.describe import describe, describe_lines
 from stacktok_export.artifact import shipped_artifact_path
 from stacktok_export.bpe import StackTokenizer, load_tokenizer
 
-INFO_HELP = "show an artifact's vocabulary, specials and fingerprint"
+INFO_HELP = "show the vocabulary, specials and fingerprint of an artifact, HF directory, GGUF or .tiktoken"
 ENCODE_HELP = "encode text (argument or stdin, UTF-8) to ids"
 DECODE_HELP = "decode ids (arguments or stdin) to bytes"
 
 
 # ---------------------------------------------------------------------- info
 def add_info_arguments(i: argparse.ArgumentParser) -> None:
-    i.add_argument("artifact", nargs="?", default=None, help=ARTIFACT_HELP)
+    i.add_argument(
+        "artifact",
+        nargs="?",
+        default=None,
+        help="artifact JSON, Hugging Face directory, .gguf or .tiktoken (default: the shipped artifact)",
+    )
     i.add_argument("--json", action="store_true", help="print JSON, every special listed (default: a table)")
 
 
@@ -40,12 +48,23 @@ def info_dict(tok: StackTokenizer) -> dict[str, object]:
         "bytes": 256,
         "special_tokens": dict(tok.special_to_id),
         "pattern": tok.pattern,
+        "patterns": list(tok.patterns),
+        "format": tok.format,
+        "roles": dict(tok.roles),
+        "add_bos": tok.add_bos,
+        "add_eos": tok.add_eos,
+        "chat_template": tok.chat_template is not None,
         "engine": tok.engine,
         "fingerprint": tok.fingerprint,
     }
 
 
 def info(args: argparse.Namespace) -> int:
+    other = describe(Path(args.artifact)) if args.artifact else None
+    if other is not None:
+        text = json.dumps(other, indent=2, sort_keys=True, ensure_ascii=True) if args.json else None
+        print(text or "\n".join(describe_lines(other)))
+        return 0
     tok = load_tokenizer(args.artifact)
     if args.json:
         print(json.dumps(info_dict(tok), indent=2, sort_keys=True, ensure_ascii=True))
@@ -53,11 +72,24 @@ def info(args: argparse.Namespace) -> int:
     print(f"artifact     {args.artifact or shipped_artifact_path()}")
     print(f"name         {tok.name}")
     print(f"vocab_size   {tok.vocab_size:,}")
-    print(f"ids          0-255 bytes, 256-{255 + len(tok.merges)} merges ({len(tok.merges):,})")
+    print(f"format       {tok.format}")
+    if tok.format == "stacktok-bpe-v1":
+        print(f"ids          0-255 bytes, 256-{255 + len(tok.merges)} merges ({len(tok.merges):,})")
+    else:
+        print(f"ids          0-{tok.vocab_size - 1} ({len(tok.merges):,} merges)")
     print("specials")
     for line in special_lines(tok.special_to_id):
         print(line)
-    print(f"pattern      {tok.pattern}")
+    for pattern in tok.patterns:
+        print(f"pattern      {pattern}")
+    roles = ", ".join(f"{role}={i}" for role, i in sorted(tok.roles.items()))
+    print(f"roles        {roles or 'none'}; adds BOS {tok.add_bos}, EOS {tok.add_eos}")
+    template = (
+        "the source's (stored)"
+        if tok.chat_template is not None
+        else "none stored (ChatML, stacktok_export.chat)"
+    )
+    print(f"template     {template}")
     engine = tok.engine or {}
     print(
         f"engine       {engine.get('name', '?')} {engine.get('version', '?')} "

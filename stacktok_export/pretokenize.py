@@ -33,6 +33,8 @@ LLAMA3_PATTERN = (
     r"|\s+(?!\S)"
     r"|\s+"
 )
+#: GPT-2's split (its ``encoder.py``; what Hugging Face's ByteLevel ``use_regex=True`` means).
+GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 
 # One code point first assigned in each Unicode version (all letters or
 # numbers), newest first: the newest one the engine knows names its version.

@@ -367,8 +367,10 @@ def test_shipped_directory_passes_the_full_gate(gate_files) -> None:
     assert run.code == 0, sorted(failing(run.report))
 
 
-def test_reports_are_deterministic(tmp_path, gate_files) -> None:
-    """Same inputs -> byte-identical JSON and Markdown (no wall times, sorted keys)."""
+def test_reports_are_deterministic(tmp_path, gate_files, monkeypatch) -> None:
+    """Same inputs -> byte-identical JSON and Markdown (sorted keys; no wall times except the
+    report's ``run`` block, pinned by SOURCE_DATE_EPOCH)."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764633600")
     ckpt = make_checkpoint(tmp_path / "ckpt")
     outs = []
     for n in range(2):

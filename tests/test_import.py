@@ -26,9 +26,9 @@ from stacktok_export import load_tokenizer
 from stacktok_export.importers import ImportRefused, import_tokenizer, read_source
 from stacktok_export.importers.common import GPT2_PATTERN
 from stacktok_export.importers.gguf_kv import read_kv
-from stacktok_export.importers.pretypes import PRE_TYPES
 from stacktok_export.importers.tiktoken_src import derive_merges, final_pair
 from stacktok_export.pretokenize import LLAMA3_PATTERN
+from stacktok_export.pretypes import PRE_TYPES
 
 from .helpers import llama_vocab
 from .helpers.paths import GGUF, ROOT, SHIPPED, SHIPPED_HF, TIKTOKEN

@@ -1,11 +1,13 @@
-"""``stacktok gate DIR``: the arguments, one run from plan to reports, and the exit code.
+"""``stacktok gate DIR|org/name[@rev]``: the arguments, one run from plan to reports, the exit code.
 
 :func:`run_gate` checks every input (``conformance.gate.plan``), collects the rows
 (``conformance.gate.collect``), decides the exit code with the one rule
 (``conformance.core.rows.exit_code``), prints the table and the verdict line
 (``conformance.report.text``) and writes the ``--json`` / ``--junit`` / ``--markdown`` /
-``--html`` reports (``conformance.report``). :func:`main` turns a usage error or malformed
-input into one line and exit 2; an internal error reaches the ``stacktok`` entry point (exit 3).
+``--html`` reports (``conformance.report``); the JSON report follows the versioned schema
+(``conformance/report/schema.json``) and names what was read (:mod:`conformance.gate.inputs`).
+:func:`main` turns a usage error or malformed input into one line and exit 2; an internal error
+reaches the ``stacktok`` entry point (exit 3).
 
 Out of scope: the checks themselves (``conformance.static``, ``conformance.checks``).
 """
@@ -21,6 +23,7 @@ from typing import Any
 
 from conformance.backends import REGISTRY, backend_list
 from conformance.checks.runner import BackendResult
+from conformance.core.hub import Target
 from conformance.core.rows import (
     Row,
     excluded_by_name,
@@ -29,10 +32,11 @@ from conformance.core.rows import (
     verdict_line,
 )
 from conformance.gate.collect import collect_rows
+from conformance.gate.inputs import files_read
 from conformance.gate.plan import Plan, plan
 from conformance.report.entry import verdict_or_usage
 from conformance.report.html import to_html
-from conformance.report.json import to_json
+from conformance.report.json import SCHEMA_VERSION, run_metadata, stacktok_version, to_json
 from conformance.report.junit import to_junit
 from conformance.report.markdown import to_markdown
 from conformance.report.text import render_table, render_verdict
@@ -43,11 +47,17 @@ from stacktok_export.progress import Progress
 def gate_document(
     args: argparse.Namespace, run: Plan, rows: Sequence[Row], results: Sequence[BackendResult], *, code: int
 ) -> dict[str, Any]:
-    """The ``--json`` report: verdict, exit code, what was read (with hashes and seeds), every row."""
+    """The ``--json`` report (``schema.json``): verdict, exit code, what was read (the target, every
+    file's sha256, fixture hashes and seeds), every row. ``run`` (start, duration) is added last."""
+    target = run.target or Target(directory=Path(args.dir))
     return {
+        "schema_version": SCHEMA_VERSION,
+        "stacktok_version": stacktok_version(),
         "verdict": verdict_line(rows, code),
         "exit_code": code,
-        "directory": str(args.dir),
+        "directory": str(target.directory),
+        "inputs": target.to_json(),
+        "files": files_read(run.files, artifact=run.artifact),
         "artifact": str(run.artifact),
         "fingerprint": run.ref.fingerprint,
         "versions": {r.name: r.version for r in results if r.version},
@@ -71,7 +81,7 @@ def write_reports(args: argparse.Namespace, doc: dict[str, Any], rows: Sequence[
 
 
 def run_gate(args: argparse.Namespace) -> int:
-    start = time.perf_counter()
+    started, start = time.time(), time.perf_counter()
     run = plan(args)
     # one reporter: a live bar per running backend on a terminal, plain lines otherwise, or nothing
     with Progress(quiet=args.quiet) as say:
@@ -90,6 +100,7 @@ def run_gate(args: argparse.Namespace) -> int:
     code = exit_code(rows, required_missing=missing_required)
     doc = gate_document(args, run, rows, results, code=code)
     seconds = time.perf_counter() - start
+    doc["run"] = run_metadata(started=started, seconds=seconds)
     print(render_table(rows))
     timing = ", ".join(f"{r.name} {r.seconds:.1f}s" for r in results if r.status in ("ok", "diverged"))
     if run.excluded:
@@ -102,7 +113,20 @@ def run_gate(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dir", type=Path, help="the checkpoint or tokenizer directory to check")
+    p.add_argument(
+        "dir",
+        metavar="DIR",
+        help="the checkpoint or tokenizer directory to check, or a Hub id org/name[@revision] "
+        "(read from the Hugging Face cache; only tokenizer and config files are fetched; an "
+        "existing local path always wins)",
+    )
+    p.add_argument(
+        "--gguf",
+        metavar="FILE",
+        default=None,
+        help="with a Hub id: also fetch and check this GGUF file of the repository (weights are "
+        "never fetched otherwise)",
+    )
     p.add_argument("--artifact", type=Path, default=None, help="frozen artifact (default: the shipped one)")
     p.add_argument("--probes", type=Path, action="append", default=[], help="extra probe JSONL (repeatable)")
     p.add_argument(

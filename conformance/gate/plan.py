@@ -1,12 +1,13 @@
 """What the gate will read, checked before anything runs (every problem here is exit 2, one line).
 
 In this order: the backend selection (``--backends`` not empty, ``--require`` within it and
-not ``--skip``ped), ``--workers``, DIR is a directory, every report path (outside DIR, not a
-directory, its parent exists), the artifact, DIR's layout (at least one export to check), every
-file the gate reads (``conformance.validate``), every user file (``--probes/--text/--chats``,
-``conformance.core.fixtures``), and which selected backends cannot run (library absent, or no
-file for them; looked up, not imported): a ``--require``d one that cannot run stops the run
-here, INCOMPLETE (exit 4), within seconds.
+not ``--skip``ped), ``--workers``, the target (a local path, or a Hub id ``org/name[@revision]``
+resolved to a cached or fetched snapshot: ``conformance.core.hub``), DIR is a directory, every
+report path (outside DIR, not a directory, its parent exists), the artifact, DIR's layout (at
+least one export to check), every file the gate reads (``conformance.validate``), every user
+file (``--probes/--text/--chats``, ``conformance.core.fixtures``), and which selected backends
+cannot run (library absent, or no file for them; looked up, not imported): a ``--require``d one
+that cannot run stops the run here, INCOMPLETE (exit 4), within seconds.
 
 Out of scope: running anything (``conformance.gate.collect``), the command line
 (``conformance.gate.command``).
@@ -15,12 +16,13 @@ Out of scope: running anything (``conformance.gate.collect``), the command line
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from conformance.backends import REGISTRY, check_selection, unavailable_backends
 from conformance.core.errors import UsageError
 from conformance.core.fixtures import FixtureSet
+from conformance.core.hub import Target, resolve_target
 from conformance.core.layout import Exports, refuse_outputs_inside, require_any_export
 from conformance.validate import Validated, validate_directory
 from stacktok_export import StackTokenizer
@@ -43,6 +45,8 @@ class Plan:
     excluded: tuple[str, ...] = ()
     #: selected backends that cannot run, with why (``missing``: the verdict will be INCOMPLETE)
     unavailable: tuple[tuple[str, str, str], ...] = ()
+    #: what DIR named: the directory itself, or a Hub repo, revision and commit
+    target: Target | None = None
 
 
 def outputs(args: argparse.Namespace) -> dict[str, Path | None]:
@@ -63,6 +67,15 @@ def check_outputs(directory: Path, paths: dict[str, Path | None]) -> None:
             raise UsageError(f"{flag} {p}: directory {full.parent} does not exist; create it first")
 
 
+def refuse_empty_snapshot(target: Target, exports: Exports) -> None:
+    """A Hub snapshot with nothing the gate reads names the repo and commit (never a bare path)."""
+    if exports.hf_dir is None and exports.tiktoken is None and exports.gguf is None:
+        raise UsageError(
+            f"{target.describe()}: the snapshot {target.directory} has no tokenizer.json or *.tiktoken "
+            "(a GGUF is read only with --gguf FILE); check the repository's files"
+        )
+
+
 def plan(args: argparse.Namespace) -> Plan:
     """Everything the gate will read, checked before anything runs (errors -> exit 2)."""
     skipped = list(args.skip)
@@ -72,13 +85,20 @@ def plan(args: argparse.Namespace) -> Plan:
         raise UsageError(problem)
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
-    directory: Path = args.dir
+    target = resolve_target(args.dir, gguf=args.gguf)
+    directory = target.directory
     if not directory.is_dir():
-        raise UsageError(f"{directory} is not a directory; pass the checkpoint or tokenizer directory")
+        raise UsageError(
+            f"{directory} is not a directory; pass the checkpoint or tokenizer directory "
+            "or a Hub id org/name[@revision]"
+        )
     check_outputs(directory, outputs(args))
     artifact = args.artifact or shipped_artifact_path()
     ref = StackTokenizer.load(artifact)
     exports = Exports.discover(directory, artifact=artifact)
+    if target.repo is not None:  # a Hub snapshot: the GGUF asked for with --gguf, never one cached
+        exports = replace(exports, gguf=target.gguf)
+        refuse_empty_snapshot(target, exports)
     require_any_export(exports, directory, verb="check")
     files = validate_directory(exports, directory=directory)
     fixtures = FixtureSet.load(
@@ -96,4 +116,5 @@ def plan(args: argparse.Namespace) -> Plan:
         backends=tuple(backends),
         excluded=tuple(b for b in REGISTRY if b not in backends),
         unavailable=unavailable,
+        target=target,
     )

@@ -12,6 +12,11 @@ goes) -- the one export orchestration, used by ``export_all``, ``check_exports``
     NAME-hf/chat_template.jinja
     NAME.gguf                      vocab-only GGUF for llama.cpp
 
+The same for an imported (v2) artifact: ids in any order, specials anywhere, its roles,
+BOS/EOS defaults, split patterns, ``ignore_merges`` and chat template. A format that cannot
+express one of these refuses the whole export (:class:`ExportRefused`, one line naming the
+format, what and why) rather than write a file that behaves differently.
+
 ``export_all`` writes them atomically and, once it has succeeded, removes the
 temporary files an interrupted export left in the output directory (only its
 own: ``.NAME.tiktoken.*.tmp``, ``.NAME.gguf.*.tmp``, ``.NAME-hf.*.tmp``,
@@ -35,6 +40,7 @@ from .._atomic import atomic_directory, write_bytes_atomic
 from ..bpe import StackTokenizer
 from .hf import hf_files
 from .tiktoken_fmt import tiktoken_text
+from .vocab import ExportRefused
 
 #: every export format, in the order ``render_exports`` renders them
 FORMATS = ("tiktoken", "hf", "gguf")
@@ -87,10 +93,14 @@ def _load(artifact: str | os.PathLike[str]) -> StackTokenizer:
     return tok
 
 
-def export_all(artifact: str | os.PathLike[str], out: str | os.PathLike[str]) -> list[Path]:
-    """Render every export of ``artifact`` into ``out``; return the paths written.
+def export_all(
+    artifact: str | os.PathLike[str], out: str | os.PathLike[str], *, formats: Sequence[str] = FORMATS
+) -> list[Path]:
+    """Render every export of ``artifact`` (or of ``formats`` only) into ``out``; return the paths
+    written.
 
-    Everything is rendered in memory first; the HF directory is swapped in
+    Everything is rendered in memory first -- a format that cannot express the artifact
+    raises :class:`ExportRefused` before anything is written; the HF directory is swapped in
     whole and each single file is renamed into place, so an interruption
     leaves the previous exports intact.
     """
@@ -98,7 +108,7 @@ def export_all(artifact: str | os.PathLike[str], out: str | os.PathLike[str]) ->
     tok = _load(artifact)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    files = render_exports(tok, tmp_dir=out)
+    files = render_exports(tok, formats=formats, tmp_dir=out)
     written: list[Path] = []
     hf_dir = export_paths(tok.name)["hf"]
     with atomic_directory(out / hf_dir) as tmp:
@@ -148,11 +158,13 @@ def remove_stale_temps(out: str | os.PathLike[str], name: str, *, older_than: fl
     return removed
 
 
-def check_exports(artifact: str | os.PathLike[str], out: str | os.PathLike[str]) -> list[str]:
-    """Return one line per export file in ``out`` that is missing or differs."""
+def check_exports(
+    artifact: str | os.PathLike[str], out: str | os.PathLike[str], *, formats: Sequence[str] = FORMATS
+) -> list[str]:
+    """Return one line per export file in ``out`` (of ``formats``) that is missing or differs."""
     tok = _load(artifact)
     problems: list[str] = []
-    for rel, data in sorted(render_exports(tok).items()):
+    for rel, data in sorted(render_exports(tok, formats=formats).items()):
         path = Path(out) / rel
         if not path.is_file():
             problems.append(f"{path} is missing")
@@ -162,6 +174,7 @@ def check_exports(artifact: str | os.PathLike[str], out: str | os.PathLike[str])
 
 
 __all__ = [
+    "ExportRefused",
     "FORMATS",
     "export_paths",
     "render_format",

@@ -8,14 +8,19 @@ The GGUF holds the tokenizer and nothing else (no tensors, no hyperparameters):
   (``src/llama-model.cpp:1317``), so ``llama.context_length`` would not even
   be read.
 - ``tokenizer.ggml.model = "gpt2"`` (byte-level BPE); tokens are GPT-2
-  byte->unicode strings for ids ``0 .. 256+M-1`` and the specials' plain text
-  on the top ids; ``token_type`` is NORMAL (1) for ordinary ids and CONTROL (3)
+  byte->unicode strings for ordinary ids and the specials' plain text at their
+  ids (v1: the top ids); ``token_type`` is NORMAL (1) for ordinary ids and CONTROL (3)
   for every special, ``<|unused_N|>`` fillers included (BYTE (6) is for
-  SentencePiece ``<0xNN>`` tokens; USER_DEFINED (4) is parsed as a special
-  even in untrusted text); merges are ``"left right"`` strings in rank order.
-- bos/eos/pad/eot ids, ``add_bos_token = add_eos_token = false`` (nothing is
-  added behind the chat template's back), ``tokenizer.chat_template``, and the
-  artifact's identity under ``stacktok.fingerprint`` / ``stacktok.artifact``.
+  SentencePiece ``<0xNN>`` tokens); USER_DEFINED (4), parsed as a special even in
+  untrusted text, only for an imported artifact's ``in_text`` specials; merges are
+  ``"left right"`` strings in rank order.
+- bos/eos/pad/eot ids from the artifact's roles, ``add_bos_token`` / ``add_eos_token``
+  as the artifact says (v1: false: nothing is added behind the chat template's back),
+  ``tokenizer.chat_template`` (v1: our ChatML; an imported artifact: its own, if any),
+  and the artifact's identity under ``stacktok.fingerprint`` / ``stacktok.artifact``.
+- ``tokenizer.ggml.pre``: v1 ``smaug-bpe`` (below); an imported artifact: the pre type
+  whose regexes and ``ignore_merges`` reproduce it (:mod:`~stacktok_export.export.gguf_pre`),
+  else :class:`~stacktok_export.export.vocab.ExportRefused` says why none does.
 
 Why ``tokenizer.ggml.pre = "smaug-bpe"`` -- checked in the llama.cpp that
 llama-cpp-python 0.3.36 vendors (commit 0c1e57098bba), ``src/llama-vocab.cpp``:
@@ -58,15 +63,13 @@ from __future__ import annotations
 import importlib
 import os
 import tempfile
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..chat import CHAT_TEMPLATE
-from .bytelevel import to_chars
+from .vocab import ExportRefused, chat_template, duplicate_strings, is_v1, token_chars
 
 if TYPE_CHECKING:
     import gguf
@@ -80,12 +83,14 @@ FINGERPRINT_KEY = "stacktok.fingerprint"
 ARTIFACT_KEY = "stacktok.artifact"
 TOKEN_TYPE_NORMAL = 1  # gguf.TokenType.NORMAL
 TOKEN_TYPE_CONTROL = 3  # gguf.TokenType.CONTROL
+TOKEN_TYPE_USER_DEFINED = 4  # gguf.TokenType.USER_DEFINED (matched even in untrusted text)
 TOKEN_TYPE_UNUSED = 5  # gguf.TokenType.UNUSED (embedding rows past the tokenizer's ids)
 METADATA_PREFIXES = ("general.", "tokenizer.", "stacktok.")
 
 _INSTALL = {"gguf": "pip install 'stacktok[gguf]'  (or: pip install gguf numpy)"}
-# Special token -> the GGUF key suffix of its id (tokenizer.ggml.<suffix>_token_id).
-_SPECIAL_ID_KEYS = {"<|bos|>": "bos", "<|eos|>": "eos", "<|pad|>": "padding", "<|end|>": "eot"}
+# Role -> the GGUF key suffix of its id (tokenizer.ggml.<suffix>_token_id); v1: <|bos|>, <|eos|>,
+# <|pad|>, <|end|> -- written in this order.
+_ROLE_ID_KEYS = {"bos": "bos", "eos": "eos", "pad": "padding", "eot": "eot"}
 
 
 def require(module: str) -> ModuleType:
@@ -98,28 +103,41 @@ def require(module: str) -> ModuleType:
 
 # ------------------------------------------------------------------ writing
 def token_strings(tok: StackTokenizer) -> list[str]:
-    """The GGUF token list: byte-level strings, then the specials as plain text."""
-    strings = [to_chars(b) for b in tok.token_bytes()]
-    for text, token_id in sorted(tok.special_to_id.items(), key=lambda kv: kv[1]):
-        if token_id != len(strings):
-            raise ValueError(f"special {text!r} has id {token_id}, expected {len(strings)}")
-        strings.append(text)
+    """The GGUF token list: byte-level strings, the specials as plain text at their ids."""
+    strings = token_chars(tok)
     if len(set(strings)) != len(strings):  # llama.cpp aborts the process on duplicates
-        dups = sorted(s for s, n in Counter(strings).items() if n > 1)
-        raise ValueError(f"token strings occur twice, which llama.cpp cannot load: {dups[:5]}")
+        raise ExportRefused(
+            "gguf",
+            tok,
+            f"token strings occur twice, which llama.cpp cannot load: {duplicate_strings(strings)}",
+        )
     return strings
 
 
 def token_types(tok: StackTokenizer) -> list[int]:
-    """NORMAL for every ordinary id, CONTROL for every special (fillers included)."""
-    n_normal, n_special = len(tok.token_bytes()), len(tok.special_to_id)
-    return [TOKEN_TYPE_NORMAL] * n_normal + [TOKEN_TYPE_CONTROL] * n_special
+    """NORMAL for every ordinary id, CONTROL for every special (fillers included), USER_DEFINED
+    for the specials the source matches in ordinary text (llama.cpp parses those always)."""
+    types = [TOKEN_TYPE_NORMAL] * tok.vocab_size
+    for text, token_id in tok.special_to_id.items():
+        types[token_id] = TOKEN_TYPE_USER_DEFINED if text in tok.in_text else TOKEN_TYPE_CONTROL
+    return types
 
 
 def merge_strings(tok: StackTokenizer) -> list[str]:
     """``"left right"`` in rank order (byte-level strings never contain U+0020)."""
-    chars = [to_chars(b) for b in tok.token_bytes()]
+    chars = token_chars(tok)
     return [f"{chars[a]} {chars[b]}" for a, b in tok.merges]
+
+
+def pre_type_name(tok: StackTokenizer) -> str:
+    """v1: :data:`TOKENIZER_PRE`; an imported artifact: the pre type that reproduces its split
+    (``ExportRefused`` when none does, or when llama.cpp would retype one of its tokens)."""
+    if is_v1(tok):
+        return TOKENIZER_PRE
+    from .gguf_pre import control_looking, pre_type
+
+    control_looking(tok, token_chars(tok), token_types(tok), control=TOKEN_TYPE_CONTROL)
+    return pre_type(tok)
 
 
 def _add_metadata(writer: gguf.GGUFWriter, tok: StackTokenizer) -> None:
@@ -139,19 +157,21 @@ def padding_tokens(n_tokens: int, rows: int) -> tuple[list[str], list[int]]:
 
 def add_tokenizer_metadata(writer: gguf.GGUFWriter, tok: StackTokenizer, *, rows: int = 0) -> None:
     """Every ``tokenizer.*`` and ``stacktok.*`` key of ``tok`` (token list padded to ``rows``)."""
-    strings, types = token_strings(tok), token_types(tok)
+    strings, types, pre = token_strings(tok), token_types(tok), pre_type_name(tok)
     pad_strings, pad_types = padding_tokens(len(strings), rows)
     writer.add_tokenizer_model(TOKENIZER_MODEL)
-    writer.add_tokenizer_pre(TOKENIZER_PRE)
+    writer.add_tokenizer_pre(pre)
     writer.add_token_list(strings + pad_strings)
     writer.add_token_types(types + pad_types)
     writer.add_token_merges(merge_strings(tok))
-    for text, key in _SPECIAL_ID_KEYS.items():
-        if text in tok.special_to_id:
-            writer.add_uint32(f"tokenizer.ggml.{key}_token_id", tok.special_to_id[text])
-    writer.add_add_bos_token(False)
-    writer.add_add_eos_token(False)
-    writer.add_chat_template(CHAT_TEMPLATE)
+    for role, key in _ROLE_ID_KEYS.items():
+        if role in tok.roles:
+            writer.add_uint32(f"tokenizer.ggml.{key}_token_id", tok.roles[role])
+    writer.add_add_bos_token(bool(tok.add_bos))
+    writer.add_add_eos_token(bool(tok.add_eos))
+    template = chat_template(tok)
+    if template is not None:
+        writer.add_chat_template(template)
     writer.add_string(ARTIFACT_KEY, tok.name)
     writer.add_string(FINGERPRINT_KEY, tok.fingerprint)
 

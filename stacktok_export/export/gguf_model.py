@@ -121,7 +121,7 @@ def retokenize(
         raise ModelGGUFError(f"--out {out}: is the input; write the copy to another path")
     reader = _open(model)
     arch = _architecture(model, reader)
-    rows = check_rows(model, tensor_shapes(reader), len(tok.token_bytes()) + len(tok.special_to_id))
+    rows = check_rows(model, tensor_shapes(reader), tok.vocab_size)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     os.close(fd)

@@ -1,8 +1,15 @@
 """tiktoken export: the ``.tiktoken`` rank file and a live ``tiktoken.Encoding``.
 
 A ``.tiktoken`` file is one ``base64(token bytes) rank`` line per non-special
-token, ranks = ids. tiktoken merges by rank, which equals our merge-list BPE
-because every token of a stacktok vocabulary is self-reachable (audited).
+token, ranks = ids, in id order. tiktoken merges by rank, which equals our merge-list BPE
+because every token of a stacktok vocabulary is self-reachable (audited). An imported (v2)
+artifact is refused (:class:`~stacktok_export.export.vocab.ExportRefused`) when tiktoken
+cannot express it at all: more than one split pattern (one ``pat_str``), or a single byte
+without a token (tiktoken fails on it). Otherwise it is written, and
+:func:`tiktoken_unproven` says when :func:`~stacktok_export.export.tiktoken_proof.tiktoken_refusal`
+could not prove tiktoken's rank rule equal to the merge list for every input (GPT-2, Qwen2
+and Llama-3 all fail the static proof, yet their own tiktoken files are what their authors
+ship): the gate's tiktoken rows then judge the file by behaviour, as for any other file.
 Specials are not in the file; :func:`to_tiktoken` adds them at their ids.
 
 We build ``mergeable_ranks`` from bytes we read ourselves: tiktoken's
@@ -18,6 +25,9 @@ import base64
 import os
 from typing import TYPE_CHECKING
 
+from .tiktoken_proof import tiktoken_refusal
+from .vocab import ExportRefused, is_v1, ordinary_ids
+
 if TYPE_CHECKING:
     import tiktoken
 
@@ -25,8 +35,33 @@ if TYPE_CHECKING:
 
 
 def tiktoken_text(tok: StackTokenizer) -> str:
-    lines = [f"{base64.b64encode(b).decode('ascii')} {i}" for i, b in enumerate(tok.token_bytes())]
+    """The rank file; ``ExportRefused`` when tiktoken cannot express ``tok`` (v2 only)."""
+    if not is_v1(tok):
+        _pat_str(tok)
+        if tok.missing_bytes:
+            raise ExportRefused(
+                "tiktoken",
+                tok,
+                f"bytes {list(tok.missing_bytes)[:8]} have no token and tiktoken needs every single byte",
+            )
+    table = tok.id_bytes()
+    lines = [f"{base64.b64encode(table[i]).decode('ascii')} {i}" for i in ordinary_ids(tok)]
     return "\n".join(lines) + "\n"
+
+
+def tiktoken_unproven(tok: StackTokenizer) -> str | None:
+    """Why tiktoken's equality with ``tok`` is not proven statically (``None``: proven, or v1)."""
+    return None if is_v1(tok) else tiktoken_refusal(tok)
+
+
+def _pat_str(tok: StackTokenizer) -> str:
+    if len(tok.patterns) != 1:
+        raise ExportRefused(
+            "tiktoken",
+            tok,
+            f"tiktoken has one pat_str but this artifact applies {len(tok.patterns)} isolated regex splits",
+        )
+    return tok.patterns[0]
 
 
 def parse_tiktoken(data: bytes, *, source: str = "<bytes>") -> dict[bytes, int]:
@@ -50,10 +85,11 @@ def to_tiktoken(
     import tiktoken
 
     if ranks is None:
-        ranks = {b: i for i, b in enumerate(tok.token_bytes())}
+        table = tok.id_bytes()
+        ranks = {table[i]: i for i in ordinary_ids(tok)}
     return tiktoken.Encoding(
         name=name or tok.name,
-        pat_str=tok.pattern,
+        pat_str=_pat_str(tok),
         mergeable_ranks=ranks,
         special_tokens=dict(tok.special_to_id),
         explicit_n_vocab=tok.vocab_size,

@@ -17,8 +17,9 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..pretokenize import GPT2_PATTERN  # noqa: F401 -- re-exported for the readers
+
 #: GPT-2's pre-tokenizer (HF ByteLevel ``use_regex=True``; llama.cpp pre type ``gpt-2``)
-GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 #: no split at all (a source without a pre-tokenizer regex): the whole text is one piece
 WHOLE_TEXT = r"(?s:.+)"
 

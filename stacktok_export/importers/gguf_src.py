@@ -10,7 +10,7 @@ Token types (gguf-py ``TokenType``) decide what each id is, as llama.cpp reads t
   their plain text (convert_hf_to_gguf writes them decoded).
 
 Merges are ``"left right"`` byte-level strings. ``tokenizer.ggml.pre`` names the split
-(:mod:`stacktok_export.importers.pretypes`); ``--pattern`` overrides it. BOS/EOS/EOT/pad
+(:mod:`stacktok_export.pretypes`); ``--pattern`` overrides it. BOS/EOS/EOT/pad
 ids are the roles; ``add_bos`` is the pre type's default unless ``tokenizer.ggml.add_bos_token``
 says otherwise (llama.cpp's order); the chat template is ``tokenizer.chat_template``.
 
@@ -26,9 +26,9 @@ from typing import Any
 
 from stacktok_export.export.bytelevel import from_chars
 
+from ..pretypes import pre_type
 from .common import ImportRefused, merge_ids, vocabulary
 from .gguf_kv import GGUFFormatError, read_kv
-from .pretypes import pre_type
 
 _NORMAL, _UNKNOWN, _CONTROL, _USER, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
 _MODELS = {

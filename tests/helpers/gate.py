@@ -4,7 +4,9 @@
 child ``python -m stacktok_cli``, for what only a real process shows, such as import-time noise)
 and returns a :class:`GateRun`: the exit code exactly as the command returned it (0, 1, 2, 3,
 4 = INCOMPLETE, ...; never mapped), stdout, stderr and, when ``report=`` names a path, the parsed
-JSON report. :func:`failing` is the one reading of "failed": the rows
+JSON report -- validated against the report's JSON Schema (``conformance/report/schema.json``,
+:func:`check_report`), so every gate report a test produces follows the schema it ships.
+:func:`failing` is the one reading of "failed": the rows
 ``conformance.core.rows.failed`` counts (``fail`` and ``error``), keyed ``check[backend]``.
 
 Out of scope: building the directory (:mod:`tests.helpers.checkpoint`), writing the probe and chat
@@ -25,9 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from conformance.core.rows import failed
+from conformance.report.json import schema
 
 from .data import GateData
 from .paths import ROOT
@@ -93,7 +97,19 @@ def run_gate(
     parsed = (
         json.loads(report.read_text(encoding="utf-8")) if report is not None and report.exists() else None
     )
+    if parsed is not None:
+        check_report(parsed, where=report)
     return GateRun(code, out, err, parsed)
+
+
+def check_report(doc: Any, *, where: Path | str = "report") -> None:
+    """Fail the test when ``doc`` does not follow the shipped report schema (the first error, with
+    its JSON path)."""
+    validator = jsonschema.Draft202012Validator(schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if error is not None:
+        at = "/".join(str(p) for p in error.absolute_path) or "(top)"
+        pytest.fail(f"{where}: {at}: {error.message} (conformance/report/schema.json)", pytrace=False)
 
 
 def _in_process(argv: list[str], capture: pytest.CaptureFixture[str] | None) -> tuple[int, str, str]:

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stacktok_export.pretokenize import LLAMA3_PATTERN
-
-from .common import GPT2_PATTERN
+from .pretokenize import GPT2_PATTERN, LLAMA3_PATTERN
 
 
 @dataclass(frozen=True)
