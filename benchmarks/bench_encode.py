@@ -1,40 +1,89 @@
-"""Encoder benchmark: stacktok MB/s (cold and warm cache) vs tiktoken, same ranks, same run.
+"""Encoder benchmark: the reference beside tiktoken on the inputs users have, same run, same ids.
 
-tiktoken is built from the shipped artifact's ranks and run single-threaded
-(``encode_ordinary``); HF ``tokenizers`` is reported as a second reference.
-Every figure is the best of several runs in this process, printed with the
-ratio to tiktoken and the load average, so a busy machine shows. "Cold" clears
-the reference's caches before each run; ``first_call_s`` is the very first
-encode of the process (it also imports numpy for the batch BPE). Also times one
-1 MB pre-token (``"a" * 1_000_000``), the case where a textbook rescan encoder
-is quadratic. Outputs are asserted identical. Then a profile of one cold
-encode: the time of each phase of ``StackTokenizer._encode_ordinary`` and the
-top functions by own time (cProfile).
+The competitor is the shipped ``tokenizer/stack100m-32768.tiktoken`` (read with
+:func:`~stacktok_export.export.tiktoken_fmt.parse_tiktoken`, built into a live
+``tiktoken.Encoding`` by ``to_tiktoken``), run single-threaded (``encode_ordinary``).
+Every case asserts that both give identical ids, then prints the best of ``--repeat``
+runs of each, its ratio to tiktoken and the load average, so a busy machine shows.
 
-    python benchmarks/bench_encode.py [TEXT_FILE] [--json PATH] [--repeat N]
+Cases (issue 24):
 
-Out of scope: batch/multi-threaded encoding.
+- ``letters``: one 1 MB pre-token of seeded random ASCII letters (a minified asset);
+- ``mixed``: one ~1 MB pre-token of seeded random Latin/Cyrillic/Greek/CJK letters, no spaces;
+- ``base64``: a 1 MB base64 blob of seeded random bytes (many pre-tokens, mostly long);
+- each of those at 10x the size (one run each) for the scaling ratio ``time(10x) / time(1x)``;
+- ``cold``: the held-out text (``fixtures/heldout-2mb.txt``, never trained on) in 50 KB
+  documents, the reference's caches cleared before every run;
+- ``warm-new``: a process warmed on the first half of the held-out text (A), then timed on
+  the second half (B), also in 50 KB documents: the pre-token cache is warm for the
+  distribution, but no text repeats (caches are cleared and A re-encoded before each run);
+- ``degenerate``: ``"a" * 1_000_000``, the case a ``str.replace`` pass collapses at once;
+  shown for the record, it says nothing about real inputs.
+
+Pre-token rows report ``ours / tiktoken`` *time* (lower is better; target <= 3x); text rows
+report ``ours / tiktoken`` *speed* (higher is better; targets cold >= 0.35x, warm-new >= 0.5x).
+
+    python benchmarks/bench_encode.py [--repeat N] [--json PATH] [--skip-10x] [--only CASE,...]
+
+Out of scope: batch/multi-threaded encoding, HF ``tokenizers`` (see bench_gate for it).
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
+import base64
 import json
 import os
-import pstats
+import random
+import string
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from bench_pack import documents  # text cut into documents at line ends (this folder)
+
 from stacktok_export import StackTokenizer, load_tokenizer
-from stacktok_export.bpe import _LINE_END
+from stacktok_export.export.tiktoken_fmt import parse_tiktoken, to_tiktoken
 
 ROOT = Path(__file__).resolve().parent.parent
+SEED = 20261202
+MB = 1_000_000
+DOC_CHARS = 50_000
+HELDOUT = ROOT / "fixtures" / "heldout-2mb.txt"
+
+# letters only (\p{L}), so a run of them is one pre-token under the split pattern
+_MIXED = (
+    string.ascii_letters
+    + "".join(map(chr, range(0x0410, 0x0450)))  # Cyrillic А..я
+    + "".join(chr(c) for c in range(0x0391, 0x03CA) if c != 0x03A2)  # Greek Α..ω
+    + "".join(map(chr, range(0x4E00, 0x4E00 + 400)))  # CJK unified ideographs
+)
 
 
-def best_of(fn, repeat: int = 3, setup=None) -> float:
+def random_letters(n_bytes: int, *, seed: int = SEED) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choices(string.ascii_letters, k=n_bytes))
+
+
+def random_mixed(n_bytes: int, *, seed: int = SEED) -> str:
+    """Random letters of four scripts; about ``n_bytes`` UTF-8 bytes (whole characters)."""
+    rng = random.Random(seed)
+    chars: list[str] = []
+    size = 0
+    while size < n_bytes:
+        block = rng.choices(_MIXED, k=4096)
+        chars += block
+        size += len("".join(block).encode("utf-8"))
+    return "".join(chars)
+
+
+def base64_blob(n_bytes: int, *, seed: int = SEED) -> str:
+    raw = random.Random(seed).randbytes(n_bytes * 3 // 4)
+    return base64.b64encode(raw).decode("ascii")
+
+
+def best_of(fn: Callable[[], object], repeat: int, setup: Callable[[], object] | None = None) -> float:
     times = []
     for _ in range(repeat):
         if setup is not None:
@@ -45,111 +94,130 @@ def best_of(fn, repeat: int = 3, setup=None) -> float:
     return min(times)
 
 
-def clear_caches(tok: StackTokenizer) -> None:
-    tok._clear_caches()
+class Bench:
+    """One reference tokenizer and its tiktoken twin; every case checks ids before timing."""
+
+    def __init__(self, tok: StackTokenizer, enc, *, repeat: int) -> None:  # noqa: ANN001 -- tiktoken.Encoding
+        self.tok, self.enc, self.repeat = tok, enc, repeat
+        self.rows: list[dict[str, object]] = []
+
+    def clear(self) -> None:
+        self.tok._clear_caches()
+
+    def same_ids(self, label: str, docs: list[str]) -> None:
+        self.clear()
+        for doc in docs:
+            if self.tok.encode(doc) != self.enc.encode_ordinary(doc):
+                raise SystemExit(f"bench_encode: {label}: reference ids differ from tiktoken's")
+
+    def pretoken(self, label: str, text: str, *, repeat: int | None = None) -> dict[str, object]:
+        """Time one text (cold) with both; ratio is ours/tiktoken time."""
+        n = repeat or self.repeat
+        self.same_ids(label, [text])
+        ours = best_of(lambda: self.tok.encode(text), n, self.clear)
+        theirs = best_of(lambda: self.enc.encode_ordinary(text), n)
+        return self._row(label, len(text.encode("utf-8")), ours, theirs, "time", n)
+
+    def cold(self, label: str, docs: list[str]) -> dict[str, object]:
+        self.same_ids(label, docs)
+        ours = best_of(lambda: self._encode(docs, self.tok.encode), self.repeat, self.clear)
+        theirs = best_of(lambda: self._encode(docs, self.enc.encode_ordinary), self.repeat)
+        return self._row(label, _size(docs), ours, theirs, "speed", self.repeat)
+
+    def warm_new(self, label: str, warm: list[str], docs: list[str]) -> dict[str, object]:
+        """Warm on ``warm``, then time ``docs`` (never seen by this process state)."""
+        self.same_ids(label, warm + docs)
+
+        def setup() -> None:
+            self.clear()
+            self._encode(warm, self.tok.encode)
+
+        ours = best_of(lambda: self._encode(docs, self.tok.encode), self.repeat, setup)
+        theirs = best_of(lambda: self._encode(docs, self.enc.encode_ordinary), self.repeat)
+        return self._row(label, _size(docs), ours, theirs, "speed", self.repeat)
+
+    @staticmethod
+    def _encode(docs: list[str], fn: Callable[[str], list[int]]) -> None:
+        for doc in docs:
+            fn(doc)
+
+    def _row(self, label: str, size: int, ours: float, theirs: float, kind: str, n: int) -> dict[str, object]:
+        ratio = ours / theirs if kind == "time" else theirs / ours
+        row = {
+            "case": label,
+            "bytes": size,
+            "stacktok_s": round(ours, 4),
+            "tiktoken_s": round(theirs, 4),
+            "ratio": round(ratio, 3),
+            "ratio_is": "ours/tiktoken time" if kind == "time" else "ours/tiktoken speed",
+            "runs": n,
+            "load_average_1min": round(os.getloadavg()[0], 2),
+        }
+        self.rows.append(row)
+        print(
+            f"  {label:18s} {size / MB:6.2f} MB  ours {ours:8.3f}s  tiktoken {theirs:7.3f}s  "
+            f"{row['ratio_is']} {ratio:6.2f}x  (load {row['load_average_1min']})",
+            flush=True,
+        )
+        return row
 
 
-def phase_profile(tok: StackTokenizer, text: str) -> dict[str, float]:
-    """Seconds per phase of one cold ``_encode_ordinary`` (the same calls, timed one by one)."""
-    clear_caches(tok)
-    t = time.perf_counter()
-    tok._seen_lines.isdisjoint(_LINE_END.split(text))  # the line cut; a fresh text goes on by pieces
-    t0 = time.perf_counter()
-    pieces = tok._split_re.findall(text)
-    t1 = time.perf_counter()
-    new = set(pieces).difference(tok._cache)
-    t2 = time.perf_counter()
-    tok._bpe_into(new, tok._cache)
-    t3 = time.perf_counter()
-    out: list[int] = []
-    for piece in pieces:
-        out += tok._cache[piece]
-    t4 = time.perf_counter()
-    return {
-        "line_cut_s": t0 - t,
-        "regex_split_s": t1 - t0,
-        "distinct_new_pieces_s": t2 - t1,
-        "bpe_new_pieces_s": t3 - t2,
-        "concat_ids_s": t4 - t3,
-        "pieces": len(pieces),
-        "new_pieces": len(new),
-    }
+def _size(docs: list[str]) -> int:
+    return sum(len(d.encode("utf-8")) for d in docs)
 
 
-def cprofile_top(tok: StackTokenizer, text: str, top: int = 10) -> str:
-    clear_caches(tok)
-    prof = cProfile.Profile()
-    prof.runcall(tok.encode, text)
-    buf = io.StringIO()
-    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(top)
-    lines = [ln for ln in buf.getvalue().splitlines() if ln.strip()]
-    start = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("ncalls"))
-    return "\n".join(lines[start:])
+GENERATORS = {"letters": random_letters, "mixed": random_mixed, "base64": base64_blob}
+CASES = ("letters", "mixed", "base64", "cold", "warm-new", "degenerate")
+
+
+def run(bench: Bench, *, only: set[str], skip_10x: bool) -> dict[str, float]:
+    """Every selected case; returns the scaling ratios ``time(10x) / time(1x)``."""
+    scaling: dict[str, float] = {}
+    for name, make in GENERATORS.items():
+        if name not in only:
+            continue
+        one = bench.pretoken(f"{name} 1MB", make(MB))
+        if not skip_10x:
+            ten = bench.pretoken(f"{name} 10MB", make(10 * MB), repeat=1)
+            scaling[name] = round(ten["stacktok_s"] / one["stacktok_s"], 2)
+            print(
+                f"  {name}: 10x the input costs {scaling[name]}x the time (tiktoken "
+                f"{ten['tiktoken_s'] / one['tiktoken_s']:.2f}x)",
+                flush=True,
+            )
+    text = HELDOUT.read_text(encoding="utf-8")
+    half = text.find("\n", len(text) // 2) + 1
+    if "cold" in only:
+        bench.cold("cold heldout", documents(text, DOC_CHARS))
+    if "warm-new" in only:
+        bench.warm_new(
+            "warm-new heldout", documents(text[:half], DOC_CHARS), documents(text[half:], DOC_CHARS)
+        )
+    if "degenerate" in only:
+        bench.pretoken("degenerate a*1M", "a" * MB)
+    return scaling
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("path", nargs="?", default=str(ROOT / "fixtures" / "heldout-2mb.txt"))
+    ap.add_argument("--repeat", type=int, default=3, help="runs per figure; the best is kept")
     ap.add_argument("--json", default=None)
-    ap.add_argument("--repeat", type=int, default=5, help="runs per figure; the best is kept")
+    ap.add_argument("--skip-10x", action="store_true", help="skip the 10 MB scaling runs")
+    ap.add_argument("--only", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)}")
     args = ap.parse_args()
-    text = Path(args.path).read_text(encoding="utf-8")
-    mb = len(text.encode("utf-8")) / 1e6
+    only = set(args.only.split(","))
+    unknown = only - set(CASES)
+    if unknown:
+        ap.error(f"--only: unknown case(s) {','.join(sorted(unknown))}; choose from {','.join(CASES)}")
     tok = load_tokenizer(ROOT / "tokenizer" / "stack100m-32768.json")
-
-    from stacktok_export.export.tiktoken_fmt import to_tiktoken
-
-    enc = to_tiktoken(tok)
-    results: dict[str, float] = {"load_average_1min": os.getloadavg()[0]}
-    n = args.repeat
-
-    start = time.perf_counter()
-    ours = tok.encode(text)
-    results["first_call_s"] = time.perf_counter() - start
-    if enc.encode_ordinary(text) != ours or tok.encode(text) != ours:
-        print("ERROR: tiktoken ids differ from stacktok", file=sys.stderr)
-        return 1
-    results["tiktoken_mb_s"] = mb / best_of(lambda: enc.encode_ordinary(text), n)
-    results["stacktok_cold_mb_s"] = mb / best_of(lambda: tok.encode(text), n, lambda: clear_caches(tok))
-    clear_caches(tok)
-    tok.encode(text)  # lines are seen once: the next call caches them
-    start = time.perf_counter()
-    tok.encode(text)
-    results["stacktok_second_call_mb_s"] = mb / (time.perf_counter() - start)
-    results["stacktok_warm_mb_s"] = mb / best_of(lambda: tok.encode(text), n)
-    try:
-        from stacktok_export.export.hf import to_hf_tokenizer
-
-        hf = to_hf_tokenizer(tok)
-        hf.encode_special_tokens = True
-        results["hf_tokenizers_mb_s"] = mb / best_of(lambda: hf.encode(text).ids, n)
-    except ImportError:
-        pass
-    long = "a" * 1_000_000
-    if tok.encode(long) != enc.encode_ordinary(long):
-        print("ERROR: tiktoken ids differ from stacktok on the 1 MB pre-token", file=sys.stderr)
-        return 1
-    results["stacktok_1mb_pretoken_s"] = best_of(lambda: tok.encode(long), n, lambda: clear_caches(tok))
-    results["tiktoken_1mb_pretoken_s"] = best_of(lambda: enc.encode_ordinary(long), n)
-    results["cold_vs_tiktoken"] = results["stacktok_cold_mb_s"] / results["tiktoken_mb_s"]
-    results["second_call_vs_tiktoken"] = results["stacktok_second_call_mb_s"] / results["tiktoken_mb_s"]
-    results["warm_vs_tiktoken"] = results["stacktok_warm_mb_s"] / results["tiktoken_mb_s"]
-    long_s = results["stacktok_1mb_pretoken_s"]
-    results["pretoken_1mb_vs_tiktoken"] = long_s / results["tiktoken_1mb_pretoken_s"]
-    results["load_average_1min_end"] = os.getloadavg()[0]
-    results = {k: round(v, 3) for k, v in results.items()}
-    print(f"text: {args.path} ({mb:.2f} MB), best of {n}")
-    for k, v in results.items():
-        print(f"  {k:28s} {v}")
-    phases = phase_profile(tok, text)
-    print("profile of one cold encode (phases of _encode_ordinary):")
-    for k, v in phases.items():
-        print(f"  {k:28s} {v:.3f}" if k.endswith("_s") else f"  {k:28s} {v}")
-    print("cProfile of one cold encode, by own time:")
-    print(cprofile_top(tok, text))
+    shipped = ROOT / "tokenizer" / "stack100m-32768.tiktoken"
+    enc = to_tiktoken(tok, ranks=parse_tiktoken(shipped.read_bytes(), source=str(shipped)))
+    print(f"reference vs tiktoken ({shipped.name}), best of {args.repeat}; load {os.getloadavg()[0]:.2f}")
+    bench = Bench(tok, enc, repeat=args.repeat)
+    scaling = run(bench, only=only, skip_10x=args.skip_10x)
     if args.json:
-        payload = {**results, "profile": {k: round(v, 4) for k, v in phases.items()}}
-        Path(args.json).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+        doc = {"rows": bench.rows, "scaling_10x": scaling, "seed": SEED}
+        Path(args.json).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return 0
 
 

@@ -7,13 +7,17 @@ Measured, best of ``--repeat``:
 - tiktoken ``encode_ordinary_batch(docs, num_threads=2)`` on the documents in
   memory (the competitor: no reading, no writing, no verification);
 - ``stacktok pack`` local engine, 2 workers, default 1 % verification, shards
-  written -- and the same with ``--engine ray`` (a local Ray with 2 CPUs);
-- with ``--memory-gb N``: the corpus repeated to N GB, packed once, peak RSS
-  of the whole process tree sampled every 0.2 s.
+  written -- and the same with ``--engine ray`` (a local Ray with 2 CPUs), the
+  corpus cut into 8 parts (``--part-bytes``) so both engines use both cores;
+  the packed ids are checked equal to tiktoken's (``ids exact``);
+- the bytes the driver process writes (``/proc/self/io``, read as it exits):
+  with Ray the shards are written by the tasks, so the driver's are the manifest;
+- with ``--memory-gb N``: peak RSS of the whole process tree (sampled every
+  0.2 s) packing the corpus repeated to 100 MB and to N GB, one file each.
 
     python benchmarks/bench_pack.py [TEXT_FILE] [--repeat 3] [--memory-gb 1] [--json PATH]
 
-Out of scope: cluster runs (Ray on one machine only shows its overhead).
+Out of scope: multi-machine runs (Ray on one machine shows its overhead, not its scaling).
 """
 
 from __future__ import annotations
@@ -64,10 +68,19 @@ def tree_rss(pid: int) -> int:
     return sum(rss.get(p, 0) for p in tree)
 
 
-def run_pack(args: list[str], *, sample_rss: bool = False) -> tuple[float, int]:
-    cmd = [sys.executable, "-m", "stacktok_cli", "pack", *args, "--quiet"]
+# the CLI, writing its own /proc/self/io to IO_FILE as it exits (bytes this process wrote itself)
+DRIVER = """import atexit, os, runpy, sys
+atexit.register(lambda: open(os.environ["IO_FILE"], "w").write(open("/proc/self/io").read()))
+sys.argv = ["stacktok", *sys.argv[1:]]
+runpy.run_module("stacktok_cli", run_name="__main__")
+"""
+
+
+def run_pack(args: list[str], *, sample_rss: bool = False, io_file: Path | None = None) -> tuple[float, int]:
+    cmd = [sys.executable, "-c", DRIVER, "pack", *args, "--quiet"]
+    env = {**os.environ, "IO_FILE": str(io_file or os.devnull)}
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     peak = 0
     if sample_rss:
         while proc.poll() is None:
@@ -88,6 +101,7 @@ def main() -> int:
     )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--memory-gb", type=float, default=0.0)
+    ap.add_argument("--scale-mb", type=float, default=0.0, help="repeat the documents to this many MB")
     ap.add_argument("--no-ray", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -98,6 +112,8 @@ def main() -> int:
 
     text = Path(args.path).read_text(encoding="utf-8")
     docs = documents(text)
+    if args.scale_mb:
+        docs *= max(1, round(args.scale_mb * 1e6 / len(text.encode())))
     mb = sum(len(d.encode()) for d in docs) / 1e6
     work = Path(tempfile.mkdtemp(prefix="bench-pack-"))
     corpus = work / "corpus.jsonl"
@@ -106,9 +122,14 @@ def main() -> int:
         f"corpus: {len(docs):,} documents, {mb:.1f} MB of text ({args.path}); load {os.getloadavg()[0]:.2f}"
     )
 
-    enc = to_tiktoken(load_tokenizer())
+    tok = load_tokenizer()
+    enc = to_tiktoken(tok)
     results: dict[str, float] = {}
     best = min(_timed(lambda: enc.encode_ordinary_batch(docs, num_threads=2)) for _ in range(args.repeat))
+    want = [
+        i for ids in enc.encode_ordinary_batch(docs, num_threads=2) for i in (tok.bos_id, *ids, tok.eos_id)
+    ]
+    part = str(max(1 << 16, corpus.stat().st_size // 8))
     results["tiktoken_batch_2threads_mb_s"] = mb / best
     print(f"tiktoken {tiktoken.__version__} encode_ordinary_batch, 2 threads: {mb / best:6.1f} MB/s")
 
@@ -116,9 +137,23 @@ def main() -> int:
         times = []
         for i in range(args.repeat if engine == "local" else 1):
             out = work / f"{engine}{i}"
-            took, _ = run_pack([str(corpus), "--out", str(out), "--workers", "2", "--engine", engine])
+            io_file = work / f"{engine}{i}.io"
+            flags = ["--workers", "2", "--engine", engine, "--part-bytes", part]
+            took, _ = run_pack([str(corpus), "--out", str(out), *flags], io_file=io_file)
             times.append(took)
         best = min(times)
+        exact = _packed_ids(out) == want
+        io = dict(line.split(": ") for line in io_file.read_text().splitlines())
+        manifest = (out / "manifest.json").stat().st_size
+        results[f"pack_{engine}_driver_write_bytes"] = int(io["write_bytes"])
+        results[f"pack_{engine}_driver_wchar"] = int(io["wchar"])
+        print(
+            f"  ids exact: {exact}; driver wrote {int(io['wchar']):,} bytes (write() calls; "
+            f"{int(io['write_bytes']):,} to disk), manifest {manifest:,}, shards "
+            f"{sum(p.stat().st_size for p in out.glob('shard-*')):,}"
+        )
+        if not exact:
+            raise SystemExit(f"--engine {engine}: the packed ids are not tiktoken's")
         results[f"pack_{engine}_mb_s"] = mb / best
         ratio = results[f"pack_{engine}_mb_s"] / results["tiktoken_batch_2threads_mb_s"]
         print(
@@ -130,22 +165,32 @@ def main() -> int:
         print(f"Ray overhead on 2 cores: {slower:.2f}x slower than the local pool")
 
     if args.memory_gb:
-        big = work / "big.jsonl"
-        data = corpus.read_bytes()
-        with big.open("wb") as f:
-            for _ in range(max(1, int(args.memory_gb * 1e9 // len(data)))):
-                f.write(data)
-        size = big.stat().st_size
-        took, peak = run_pack([str(big), "--out", str(work / "big"), "--workers", "2"], sample_rss=True)
-        results.update(
-            memory_input_gb=size / 1e9, memory_peak_rss_mb=peak / 1e6, memory_mb_s=size / 1e6 / took
-        )
-        rate = size / 1e6 / took
-        print(f"{size / 1e9:.2f} GB input: peak RSS {peak / 1e6:,.0f} MB (process tree), {rate:.1f} MB/s")
+        for gb in (0.1, args.memory_gb):
+            big = work / f"big{gb}.jsonl"
+            data = corpus.read_bytes()
+            with big.open("wb") as f:
+                for _ in range(max(1, int(gb * 1e9 // len(data)))):
+                    f.write(data)
+            size = big.stat().st_size
+            out = work / f"big{gb}"
+            took, peak = run_pack([str(big), "--out", str(out), "--workers", "2"], sample_rss=True)
+            shutil.rmtree(out, ignore_errors=True)
+            big.unlink()
+            results.update(
+                {f"memory_{gb}gb_peak_rss_mb": peak / 1e6, f"memory_{gb}gb_mb_s": size / 1e6 / took}
+            )
+            rate = size / 1e6 / took
+            print(f"{size / 1e9:.2f} GB input: peak RSS {peak / 1e6:,.0f} MB (process tree), {rate:.1f} MB/s")
     shutil.rmtree(work, ignore_errors=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     return 0
+
+
+def _packed_ids(out: Path) -> list[int]:
+    from stacktok_export.pack import PackReader
+
+    return [int(i) for tokens, _ in PackReader(out).shards() for i in tokens.tolist()]
 
 
 def _timed(fn) -> float:

@@ -1,6 +1,7 @@
 """``stacktok pack INPUT... --out DIR``: the command line over :func:`stacktok_export.pack.pack`.
 
-Encodes a corpus into verified uint16 shards (resumable), or with ``--check DIR``
+Encodes a corpus into verified uint16 (uint32 past 65,536 ids) shards, in parts any engine runs
+apart (resumable), or with ``--check DIR``
 (``check_pack``) re-hashes every shard and re-encodes a sample. The ``pack`` package needs
 numpy, so nothing of it is imported until the command runs (``stacktok --help`` stays fast;
 a missing numpy is a usage error naming the extra to install). Exit 1 when the fast encoder
@@ -19,11 +20,13 @@ from stacktok_cli.args import ARTIFACT_HELP, add_corpus_arguments, corpus_option
 from stacktok_cli.sigterm import sigterm_as_exit
 from stacktok_export.corpus import CorpusError
 
-HELP = "encode a corpus into verified uint16 shards (resumable)"
+HELP = "encode a corpus into verified token shards (resumable, local or on a Ray cluster)"
 
 
 def add_arguments(k: argparse.ArgumentParser) -> None:
-    k.add_argument("inputs", nargs="*", help="text / .jsonl / .parquet files or globs (.gz read too)")
+    k.add_argument(
+        "inputs", nargs="*", help="text / .jsonl / .parquet files or globs (.gz and .zst read too)"
+    )
     k.add_argument("--out", default=None, help="pack directory to write (or, with --check, to check)")
     k.add_argument("--artifact", default=None, help=ARTIFACT_HELP)
     add_corpus_arguments(k)
@@ -34,18 +37,25 @@ def add_arguments(k: argparse.ArgumentParser) -> None:
         help="close a shard at this many tokens (default: 1e8)",
     )
     k.add_argument(
+        "--part-bytes",
+        type=int,
+        default=64 << 20,
+        help="cut inputs into parts of about this many bytes, run in parallel; each part ends a shard "
+        "(default: 64 MiB)",
+    )
+    k.add_argument(
         "--format", choices=("plain", "megatron"), default="plain", help="also write Megatron .idx"
     )
     k.add_argument("--keep-empty", action="store_true", help="keep empty documents as <|bos|><|eos|>")
     k.add_argument(
         "--verify", default="0.01", help="fraction re-encoded by the reference, or 'all' (default: 0.01)"
     )
-    k.add_argument("--engine", choices=("local", "ray"), default="local", help="process pool or Ray Data")
+    k.add_argument("--engine", choices=("local", "ray"), default="local", help="process pool or Ray tasks")
     k.add_argument(
         "--workers",
         type=int,
         default=0,
-        help="encoders (default: one per core; Ray: one per cluster CPU, less one)",
+        help="encoders (default: one per core; Ray: one task per cluster CPU)",
     )
     k.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
     k.add_argument(
@@ -75,6 +85,7 @@ def main(args: argparse.Namespace) -> int:
         options = PackOptions(
             corpus=corpus_options(args),
             shard_tokens=args.shard_tokens,
+            part_bytes=args.part_bytes,
             fmt=args.format,
             keep_empty=args.keep_empty,
             verify=_rate(args.verify),

@@ -39,7 +39,7 @@ import operator
 import os
 import re
 import warnings
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING
 
 import regex
@@ -75,13 +75,15 @@ _SHORT = 48  # single pre-tokens up to this many bytes merge in _bpe_short, long
 _CACHE_MAX = 1 << 18  # cached pre-tokens before the cache is cleared
 _MISS = 1 << 62  # rank of a pair that never merges (above every packed rank, see _set_vocab)
 _ID = (1 << 31) - 1  # a rank value's low 31 bits are the merged id
-_BATCH = 1000  # distinct new pre-tokens from which encode() merges short ones in numpy
+_BATCH = 200  # distinct new pre-tokens from which encode() merges short ones in numpy (bpe_batch)
+_WINDOW = 1 << 17  # chunks of a long pre-token (see _bpe_long) looked up and merged at once
 _BATCH_BYTES = 256  # longest pre-token merged in the numpy batch (one round per distinct rank)
 _LINE_END = re.compile(r"\n(?=[ \t]*[!-~])")  # cuts that are pre-token boundaries (see _encode_lines)
 _LINES_FROM = 1 << 16  # shorter texts skip the line cache (its bookkeeping costs ~5% there)
 _LINE_MAX = 256  # longest line kept in the line cache
 _LINES_HIT = 0.5  # share of a text's characters in cached lines below which it goes by pieces
 _LINES_CHARS = 1 << 24  # characters of distinct lines remembered before the line cache starts over
+
 
 class StackTokenizer(EncodingAPI):
     """Byte-level BPE with a fixed id layout; see the module docstring."""
@@ -162,11 +164,20 @@ class StackTokenizer(EncodingAPI):
             self._rank[(a << sh) | b] = t if monotone else (r << 31) | t
         self._packed = not monotone
         plain = {t: i for i, t in enumerate(table) if i not in self.id_to_special}
-        self.byte_ids = [plain[bytes([b])] for b in range(NUM_BYTES)]
+        self.byte_ids: list[int | None] = [plain.get(bytes([b])) for b in range(NUM_BYTES)]
+        # bytes without a token: dropped from every pre-token before merging (the source's rule)
+        self.missing_bytes = bytes(b for b, i in enumerate(self.byte_ids) if i is None)
+        self._drop = self.missing_bytes or None
         identity = self.byte_ids == list(range(NUM_BYTES))
         self._byte_map = None if identity else self.byte_ids
         self._translate = (
-            None if identity else {b: chr(i) for b, i in enumerate(self.byte_ids) if i < 0x110000}
+            None
+            if identity
+            else {
+                b: None if i is None else chr(i)
+                for b, i in enumerate(self.byte_ids)
+                if i is None or i < 0x110000
+            }
         )
         self._whole = plain if self.ignore_merges else None
         unsafe = _vocab.unsafe_ranks(self.merges, results, n)
@@ -307,6 +318,8 @@ class StackTokenizer(EncodingAPI):
         return self._bpe_long(data)
 
     def _ids(self, data: bytes) -> list[int]:
+        if self._drop is not None:
+            data = data.translate(None, self._drop)
         bm = self._byte_map
         return list(data) if bm is None else list(map(bm.__getitem__, data))
 
@@ -356,13 +369,12 @@ class StackTokenizer(EncodingAPI):
         if len(chunks) == 1:
             return self._bpe_merges(data)
         cache = self._chunks
-        new = set(chunks).difference(cache)
-        if new:
-            if len(cache) + len(new) > _CACHE_MAX:
-                cache.clear()
-                new = set(chunks)
-            self._merge_chunks(new, cache)
-        return list(itertools.chain.from_iterable(map(cache.__getitem__, chunks)))
+        out: list[int] = []
+        for at in range(0, len(chunks), _WINDOW):  # bounded working sets keep the cost linear
+            part = chunks[at : at + _WINDOW]
+            _fill(cache, part, self._merge_chunks)
+            out += itertools.chain.from_iterable(map(cache.__getitem__, part))
+        return out
 
     def _merge_chunks(self, chunks: Collection[bytes], cache: dict[bytes, list[int]]) -> None:
         """BPE of distinct chunks into ``cache``: the short ones in one numpy batch when there are many."""
@@ -378,7 +390,7 @@ class StackTokenizer(EncodingAPI):
         for data in chunks:
             if len(data) > _BATCH_BYTES:
                 cache[data] = self._bpe_merges(data)
-        bpe_batch.batch_bpe(short, short, self._pair_ranks, cache)
+        bpe_batch.batch_bpe(short, short, self._pair_ranks, cache, finish=self._bpe_short)
 
     def _bpe_passes(self, data: bytes, *, batch_work: int | None = None) -> list[int]:
         """Long sequences without a cut: whole-string passes while they are cheap, then the heap.
@@ -541,14 +553,8 @@ class StackTokenizer(EncodingAPI):
 
     def _cached(self, pieces: list[str]) -> dict[str, list[int]]:
         """The pre-token cache, holding every one of ``pieces`` (cleared first when full)."""
-        cache = self._cache
-        new = set(pieces).difference(cache)
-        if new:
-            if len(cache) + len(new) > _CACHE_MAX:
-                cache.clear()
-                new = set(pieces)
-            self._bpe_into(new, cache)
-        return cache
+        _fill(self._cache, pieces, self._bpe_into)
+        return self._cache
 
     def _bpe_into(self, pieces: Collection[str], cache: dict[str, list[int]]) -> None:
         """BPE of many distinct pre-tokens: short ones together in numpy when there are many."""
@@ -568,12 +574,14 @@ class StackTokenizer(EncodingAPI):
             data = piece.encode("utf-8")
             if whole is not None and data in whole:
                 cache[piece] = [whole[data]]
+            elif self._drop is not None and len(data.translate(None, self._drop)) != len(data):
+                cache[piece] = bpe(data)  # a byte without a token: dropped on the one-piece path
             elif len(data) <= _BATCH_BYTES:
                 short.append(piece)
                 datas.append(data)
             else:
                 cache[piece] = bpe(data)
-        bpe_batch.batch_bpe(short, datas, self._pair_ranks, cache)
+        bpe_batch.batch_bpe(short, datas, self._pair_ranks, cache, finish=self._bpe_short)
 
     def _batch_ranks(self, bpe_batch):  # noqa: ANN001, ANN202 -- the lazily imported module
         """The numpy pair table: rank values as they are, or ranks + result ids when packed."""
@@ -590,7 +598,12 @@ class StackTokenizer(EncodingAPI):
             results[ranks] = values & _ID
             values, unsafe = ranks, unsafe >> 31
         return bpe_batch.PairRanks(
-            keys, values, shift=self._shift, byte_ids=self._byte_map, results=results, unsafe=unsafe
+            keys,
+            values,
+            shift=self._shift,
+            byte_ids=None if self._byte_map is None else [-1 if i is None else i for i in self._byte_map],
+            results=results,
+            unsafe=unsafe,
         )
 
     # ---------------------------------------------------------------- decoding
@@ -645,6 +658,16 @@ class StackTokenizer(EncodingAPI):
             f"StackTokenizer(name={self.name!r}, vocab_size={self.vocab_size}, "
             f"merges={len(self.merges)}, specials={len(self.special_to_id)})"
         )
+
+
+def _fill(cache: dict, keys: list, merge: Callable[[set, dict], None]) -> None:
+    """Add the ``keys`` missing from ``cache`` by ``merge(new, cache)``; clear it first when full."""
+    new = set(keys).difference(cache)
+    if new:
+        if len(cache) + len(new) > _CACHE_MAX:
+            cache.clear()
+            new = set(keys)
+        merge(new, cache)
 
 
 def _pairs_around(s: str, c: str) -> set[str]:

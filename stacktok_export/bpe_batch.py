@@ -15,9 +15,12 @@ here per distinct rank would be quadratic).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 MISS = np.int32(1 << 30)  # rank of a pair that never merges
+TAIL = 24  # pre-tokens left in a batch below which ``finish`` ends them one by one
 
 
 class PairRanks:
@@ -61,8 +64,20 @@ class PairRanks:
         return np.where(self._keys[at] == key, self._vals[at], MISS)
 
 
-def batch_bpe(keys: list[str], datas: list[bytes], ranks: PairRanks, into: dict[str, list[int]]) -> None:
-    """Set ``into[keys[j]]`` to the BPE ids of ``datas[j]`` (each non-empty) for every ``j``."""
+def batch_bpe(
+    keys: list[str],
+    datas: list[bytes],
+    ranks: PairRanks,
+    into: dict[str, list[int]],
+    *,
+    finish: Callable[[list[int]], list[int]] | None = None,
+) -> None:
+    """Set ``into[keys[j]]`` to the BPE ids of ``datas[j]`` (each non-empty) for every ``j``.
+
+    ``finish`` (one-at-a-time BPE from any partly merged state, e.g. ``_bpe_short``) takes
+    over once at most ``TAIL`` pre-tokens are left: a round costs the same few numpy calls
+    however few pre-tokens still merge, so the long tail of a batch is cheaper in Python.
+    """
     done_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     lens = np.fromiter(map(len, datas), dtype=np.int64, count=len(datas))
     owner = np.arange(len(datas))
@@ -85,6 +100,9 @@ def batch_bpe(keys: list[str], datas: list[bytes], ranks: PairRanks, into: dict[
                 break
             ends = np.cumsum(lens)
             starts = ends - lens
+        if finish is not None and len(lens) <= TAIL:
+            _finish(keys, ids, lens, owner, finish, into)
+            break
         want = np.repeat(best, lens)
         pos = _leftmost_non_overlapping(np.flatnonzero(rk == want))
         if ranks.unsafe is not None:
@@ -98,6 +116,17 @@ def batch_bpe(keys: list[str], datas: list[bytes], ranks: PairRanks, into: dict[
         ends = np.cumsum(lens)
         _rerank(ids, rk, pos - np.arange(len(pos)), ends[piece], lens[piece], ranks)
     _emit(keys, done_parts, into)
+
+
+def _finish(
+    keys: list[str], ids: np.ndarray, lens: np.ndarray, owner: np.ndarray, finish: Callable, into: dict
+) -> None:
+    """The pre-tokens still merging, each finished by ``finish`` from its current ids."""
+    flat = ids.tolist()
+    start = 0
+    for n, j in zip(lens.tolist(), owner.tolist()):
+        into[keys[j]] = finish(flat[start : start + n])
+        start += n
 
 
 def _leftmost_non_overlapping(pos: np.ndarray) -> np.ndarray:
@@ -139,6 +168,8 @@ def _rerank(
 
 def _emit(keys: list[str], parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], into: dict) -> None:
     """Store every finished pre-token's ids as a Python list (slicing and zipping run in C)."""
+    if not parts:  # ``finish`` ended them all
+        return
     flat = np.concatenate([p[0] for p in parts]).tolist()
     lens = np.concatenate([p[1] for p in parts])
     owner = np.concatenate([p[2] for p in parts]).tolist()

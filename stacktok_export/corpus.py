@@ -4,9 +4,10 @@ Inputs are paths or globs (each glob sorted, in the order given; ``-`` is standa
 input, read as text). The kind follows the name: ``*.jsonl`` / ``*.jsonl.gz`` /
 ``*.ndjson`` are JSON Lines (one object per line, the document is ``field``),
 ``*.parquet`` is Parquet (the document is the string column ``column``, read in
-record batches with pyarrow), anything else is UTF-8 text, gzip-compressed when
-it ends in ``.gz``. Text files hold one document each (``text_docs="file"``, at
-most :data:`MAX_DOCUMENT_BYTES`), one per run of lines separated by blank lines
+record batches with pyarrow), anything else is UTF-8 text; a ``.gz`` name is
+gzip, a ``.zst`` name is Zstandard (streamed by the ``zstandard`` package).
+Text files hold one document each (``text_docs="file"``, at most
+:data:`MAX_DOCUMENT_BYTES`), one per run of lines separated by blank lines
 (``"paragraph"``: a line of spaces and tabs only separates; the separator and
 the last line ending of a document are not part of it), or one per line
 (``"line"``: its line ending is not part of it; an empty line is an empty document).
@@ -16,36 +17,36 @@ Bytes are decoded here, never by ``open()``: line endings are kept as they are
 the read with the file and byte offset (``errors="strict"``), or becomes U+FFFD
 (``"replace"``) or drops the document (``"skip"``); :class:`ReadStats` counts
 what was done. Files are streamed in 8 MiB blocks; one document is held whole.
+A :class:`~.corpus_io.Span` reads a piece of an input (bytes between document boundaries,
+or Parquet row groups) numbered as in the whole input: pieces give one read's documents.
 
-Out of scope: zstd/bz2 compression, remote URLs, Parquet columns nested in
+Out of scope: bz2/xz compression, remote URLs, Parquet columns nested in
 structs, deduplication and filtering.
 """
 
 from __future__ import annotations
 
 import glob
-import gzip
 import hashlib
 import json
 import re
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from . import corpus_io
+from .corpus_io import WHOLE, CorpusError, Span
 
 BLOCK = 8 << 20
 ERRORS = ("strict", "replace", "skip")
 TEXT_DOCS = ("file", "paragraph", "line")
 MAX_DOCUMENT_BYTES = 1 << 30  # a whole-file document over this is refused (memory)
 _PARAGRAPH_BREAK = re.compile(rb"\r?\n(?:[ \t]*\r?\n)+")
+PARAGRAPH_BREAK = _PARAGRAPH_BREAK  # what separates paragraphs (the packer cuts files at one)
 _BLANKS = re.compile(rb"[ \t\r]*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class CorpusError(ValueError):
-    """An input cannot be read as asked; the message names the file, the place and the fix."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def expand_inputs(items: Sequence[str]) -> list[str]:
 
 def input_kind(path: str) -> str:
     """``jsonl``, ``parquet`` or ``text``, from the file name."""
-    name = path.lower().removesuffix(".gz")
+    name = path.lower().removesuffix(".gz").removesuffix(".zst")
     if name.endswith((".jsonl", ".ndjson")):
         return "jsonl"
     if name.endswith(".parquet"):
@@ -151,25 +152,12 @@ def describe_inputs(paths: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _open_binary(path: str) -> IO[bytes]:
-    if path == "-":
-        return sys.stdin.buffer
-    try:
-        return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")  # noqa: SIM115
-    except OSError as exc:
-        raise CorpusError(f"cannot read {path}: {exc.strerror}") from None
+def _blocks(path: str, span: Span = WHOLE) -> Iterator[bytes]:
+    return corpus_io.blocks(path, span, size=BLOCK)
 
 
-def _blocks(path: str) -> Iterator[bytes]:
-    f = _open_binary(path)
-    try:
-        while block := f.read(BLOCK):
-            yield block
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise CorpusError(f"cannot read {path}: {exc}") from None
-    finally:
-        if f is not sys.stdin.buffer:
-            f.close()
+def _span_blocks(path: str, span: Span) -> Iterator[bytes]:
+    return _blocks(path) if span == WHOLE else _blocks(path, span)
 
 
 # ------------------------------------------------------------------ decoding
@@ -218,15 +206,15 @@ def _no_surrogates(text: str, *, errors: str, where: str) -> tuple[str | None, i
 
 
 # ------------------------------------------------------------------ readers
-def _text_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
+def _text_file(path: str, opts: CorpusOptions, cur: _Cursor, span: Span) -> Iterator[Document]:
     if opts.text_docs == "line":
-        yield from _lines(path, opts, cur)
+        yield from _lines(path, opts, cur, span)
         return
     if opts.text_docs == "file":
         yield _whole_file(path, opts, cur)
         return
-    carry, start, number = b"", 0, 0  # carry begins at byte ``start`` of the file
-    for block in chain(_blocks(path), [None]):
+    carry, start, number = b"", span.start, span.number  # carry begins at byte ``start`` of the file
+    for block in chain(_span_blocks(path, span), [None]):
         carry += block or b""
         last = 0
         for m in _PARAGRAPH_BREAK.finditer(carry):
@@ -257,9 +245,9 @@ def _whole_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Document:
     return cur.doc(text, path, replaced, len(data))
 
 
-def _lines(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
+def _lines(path: str, opts: CorpusOptions, cur: _Cursor, span: Span) -> Iterator[Document]:
     """One document per line, its ``\\n`` (and a ``\\r`` before it) not part of it."""
-    for lineno, pos, line in _split_lines(path):
+    for lineno, pos, line in split_lines(path, span):
         yield _line_doc(line.removesuffix(b"\r"), f"{path}:{lineno}", pos, opts, cur)
 
 
@@ -276,11 +264,11 @@ def _paragraph(
     yield cur.doc(text, where, replaced, start + len(piece))
 
 
-def _split_lines(path: str) -> Iterator[tuple[int, int, bytes]]:
+def split_lines(path: str, span: Span = WHOLE) -> Iterator[tuple[int, int, bytes]]:
     """``(line number, byte offset, line without its \\n)`` per line; a last line without
     ``\\n`` counts. Each block is split once (a long line does not re-split what it carries)."""
-    carry, lineno, pos = b"", 0, 0
-    for block in _blocks(path):
+    carry, lineno, pos = b"", span.line, span.start
+    for block in _span_blocks(path, span):
         parts = block.split(b"\n")
         parts[0] = carry + parts[0]
         carry = parts.pop()
@@ -292,8 +280,8 @@ def _split_lines(path: str) -> Iterator[tuple[int, int, bytes]]:
         yield lineno + 1, pos, carry
 
 
-def _jsonl_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
-    for lineno, pos, line in _split_lines(path):
+def _jsonl_file(path: str, opts: CorpusOptions, cur: _Cursor, span: Span) -> Iterator[Document]:
+    for lineno, pos, line in split_lines(path, span):
         if line.strip():
             text, replaced = _json_record(line, f"{path}:{lineno}", pos, opts)
             yield cur.doc(text, f"{path}:{lineno}", replaced, pos + len(line) + 1)
@@ -324,7 +312,7 @@ def _json_record(line: bytes, where: str, pos: int, opts: CorpusOptions) -> tupl
     return text, replaced + more
 
 
-def _parquet_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Document]:
+def _parquet_file(path: str, opts: CorpusOptions, cur: _Cursor, span: Span) -> Iterator[Document]:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -344,8 +332,9 @@ def _parquet_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Iterator[Docu
         raise CorpusError(
             f"{path}: column {opts.column!r} is {kind}, not a string column; choose a text column"
         )
-    size, rows, row = Path(path).stat().st_size, max(pf.metadata.num_rows, 1), 0
-    for batch in pf.iter_batches(columns=[opts.column], batch_size=1024):
+    size, rows, row = Path(path).stat().st_size, max(pf.metadata.num_rows, 1), span.number
+    groups = range(span.start, pf.num_row_groups if span.end is None else span.end)
+    for batch in pf.iter_batches(columns=[opts.column], batch_size=1024, row_groups=groups):
         for value in batch.column(0).to_pylist():
             row += 1
             where = f"{path}: row {row}"
@@ -366,9 +355,9 @@ _JSON_TYPES = {
 _READERS = {"text": _text_file, "jsonl": _jsonl_file, "parquet": _parquet_file}
 
 
-def read_input(path: str, *, options: CorpusOptions | None = None) -> Iterator[Document]:
-    """Every document of one input in order, dropped ones included (``text is None``)."""
-    yield from _READERS[input_kind(path)](path, options or CorpusOptions(), _Cursor())
+def read_input(path: str, *, options: CorpusOptions | None = None, span: Span = WHOLE) -> Iterator[Document]:
+    """Every document of one input (of ``span`` of it) in order, dropped ones included (``text is None``)."""
+    yield from _READERS[input_kind(path)](path, options or CorpusOptions(), _Cursor(span.number), span)
 
 
 def read_documents(

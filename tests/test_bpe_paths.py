@@ -12,9 +12,8 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stacktok_export import SPLIT_PATTERN, StackTokenizer, load_tokenizer
+from stacktok_export import SPLIT_PATTERN, StackTokenizer, bpe_batch, load_tokenizer
 from stacktok_export import bpe as bpe_module
-from stacktok_export import bpe_batch
 from stacktok_export.bpe_batch import batch_bpe
 
 from .conftest import ROOT, SHIPPED, need
@@ -81,6 +80,9 @@ def test_numpy_batch_equals_the_textbook(merges: list[tuple[int, int]], datas: l
     keys = [f"k{j}" for j in range(len(datas))]
     batch_bpe(keys, datas, tok._batch_ranks(bpe_batch), got)
     assert [got[k] for k in keys] == [textbook_bpe(d, merges) for d in datas]
+    tail: dict[str, list[int]] = {}  # the last few pre-tokens finished one by one in Python
+    batch_bpe(keys, datas, tok._batch_ranks(bpe_batch), tail, finish=tok._bpe_short)
+    assert tail == got
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -109,7 +111,9 @@ CUT_BYTES = [*BYTES, 0x00, 0xFF]
     datas=st.lists(st.lists(st.sampled_from(CUT_BYTES), min_size=49, max_size=400).map(bytes), max_size=6),
     batch=st.sampled_from([1, 1000]),
 )
-def test_long_pretokens_cut_where_no_merge_joins(merges: list[tuple[int, int]], datas: list[bytes], batch: int) -> None:
+def test_long_pretokens_cut_where_no_merge_joins(
+    merges: list[tuple[int, int]], datas: list[bytes], batch: int
+) -> None:
     """_bpe_long cuts at pairs inside no merged token; chunks merge alone (numpy batch or one by one)."""
     tok = tokenizer(merges)
     saved = bpe_module._BATCH

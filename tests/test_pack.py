@@ -230,7 +230,7 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     assert "bad.json: malformed JSON" in r.stderr
     r = _cli("pack", "--check", "out2", cwd=tmp_path)
     assert r.returncode == 0 and "out2: OK" in r.stdout, r.stdout + r.stderr
-    (tmp_path / "out2" / "shard-00000.bin").write_bytes(b"\0\0")
+    (tmp_path / "out2" / "shard-00000-00000.bin").write_bytes(b"\0\0")  # part 0, shard 0
     r = _cli("pack", "--check", "out2", cwd=tmp_path)
     assert r.returncode == 1 and "sha256 differs" in r.stdout, r.stdout + r.stderr
 
@@ -241,7 +241,7 @@ def test_killed_run_resumes_keeping_finished_shards(jsonl: Path, tmp_path: Path)
     big.write_text(lines * 12, encoding="utf-8")
     args = ("pack", str(big), "--out", "out", "--shard-tokens", "5000", "--workers", "1", "--quiet")
     proc = subprocess.Popen([sys.executable, "-m", "stacktok_cli", *args], cwd=tmp_path)
-    journal = tmp_path / "out" / "pack.journal.json"
+    journal = tmp_path / "out" / "part-00000.json"  # the one part's record: its shards so far
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         if journal.exists() and len(json.loads(journal.read_text() or "{}").get("shards", [])) >= 3:
@@ -251,10 +251,10 @@ def test_killed_run_resumes_keeping_finished_shards(jsonl: Path, tmp_path: Path)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     kept = json.loads(journal.read_text())["shards"]
-    first = (tmp_path / "out" / "shard-00000.bin").stat()
+    first = (tmp_path / "out" / "shard-00000-00000.bin").stat()
     r = _cli(*args, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "out" / "shard-00000.bin").stat().st_ino == first.st_ino  # kept, not rewritten
+    assert (tmp_path / "out" / "shard-00000-00000.bin").stat().st_ino == first.st_ino  # kept, not rewritten
     _cli(*args[:3], "fresh", *args[4:], cwd=tmp_path)
     assert _files(tmp_path / "out") == _files(tmp_path / "fresh")
     assert len(kept) >= 3 and not journal.exists()
@@ -276,3 +276,79 @@ def test_windows_cross_shard_boundaries(packed: Path, length: int) -> None:
     assert len(windows) == len(flat) // length and all(len(w) == length for w in windows)
     if length > 1:
         assert np.concatenate(windows).tolist() == flat[: len(windows) * length]
+
+
+def _wide_tokenizer():
+    """A v2 vocabulary of 65,610 ids (past uint16): the specials first, the 256 bytes, lowercase
+    pairs, pairs + a capital, those + another capital (each token made one way only)."""
+    import string
+
+    from stacktok_export.bpe import StackTokenizer
+
+    tokens: list[bytes | None] = [b"<|bos|>", b"<|eos|>", *(bytes([i]) for i in range(256))]
+    merges: list[tuple[int, int]] = []
+
+    def add(left: int, right: int) -> int:
+        merges.append((left, right))
+        tokens.append(tokens[left] + tokens[right])
+        return len(tokens) - 1
+
+    low, up = [2 + ord(c) for c in string.ascii_lowercase], [2 + ord(c) for c in string.ascii_uppercase]
+    triples = [add(p, c) for p in [add(a, b) for a in low for b in low] for c in up]
+    for t in triples:
+        for c in up:
+            if len(tokens) < 65_610:
+                add(t, c)
+    return StackTokenizer.from_vocab(
+        tokens=tokens,
+        merges=merges,
+        specials={"<|bos|>": 0, "<|eos|>": 1},
+        patterns=[TOK.pattern],
+        roles={"bos": 0, "eos": 1},
+        name="wide",
+    )
+
+
+def test_a_vocabulary_over_65536_ids_packs_uint32(tmp_path: Path) -> None:
+    wide = _wide_tokenizer()
+    assert wide.vocab_size > 65_536 and wide.format == "stacktok-bpe-v2"
+    wide.save(tmp_path / "wide.json")
+    high = [t.decode() for t in wide.id_bytes()[65_536:65_600]]  # the bytes of ids past uint16
+    texts = [" ".join(high[i : i + 8]) + f" plain text {i}" for i in range(0, len(high), 8)]
+    (tmp_path / "w.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    m = _pack([tmp_path / "w.jsonl"], tmp_path / "out", artifact=str(tmp_path / "wide.json"), fmt="megatron")
+    assert m["dtype"] == "<u4" and m["tokenizer"]["vocab_size"] == wide.vocab_size
+    want = [[wide.bos_id, *wide.encode(t), wide.eos_id] for t in texts]
+    reader = PackReader(tmp_path / "out", tokenizer=wide)
+    docs = [d.tolist() for d in reader.documents()]
+    assert docs == want and max(max(d) for d in docs) >= 65_536
+    [shard] = m["shards"]
+    assert (tmp_path / "out" / f"{shard['name']}.bin").stat().st_size == 4 * shard["tokens"]
+    idx = (tmp_path / "out" / f"{shard['name']}.idx").read_bytes()
+    assert struct.unpack_from("<B", idx, 17)[0] == 4  # Megatron DType int32: the same bytes for ids < 2^31
+    flat = [i for d in want for i in d]
+    assert np.concatenate(list(reader.windows(7))).tolist() == flat[: 7 * (len(flat) // 7)]
+    assert check_pack(tmp_path / "out", artifact=str(tmp_path / "wide.json"), rate=1.0) == []
+
+
+def test_an_unreachable_token_never_takes_the_tiktoken_path(tmp_path: Path) -> None:
+    """v1's layout, but ``hel`` (he + l) is not self-reachable: BPE merges ``el`` first. tiktoken
+    takes ``hel`` whole, so the packer must not trust it for any document (not only its sample)."""
+    from stacktok_export.bpe import SPECIAL_TOKENS, StackTokenizer
+    from stacktok_export.export.tiktoken_fmt import tiktoken_unproven, to_tiktoken
+
+    h, e, ll = ord("h"), ord("e"), ord("l")
+    tokens = [bytes([i]) for i in range(256)] + [b"el", b"he", b"hel"] + [s.encode() for s in SPECIAL_TOKENS]
+    specials = {s: 259 + i for i, s in enumerate(SPECIAL_TOKENS)}
+    tok = StackTokenizer.from_vocab(
+        tokens=tokens, merges=[(e, ll), (h, e), (257, ll)], specials=specials, patterns=[TOK.pattern]
+    )
+    assert tok.format == "stacktok-bpe-v1" and tok.encode("hel") == [h, 256]
+    assert to_tiktoken(tok).encode_ordinary("hel") == [258]  # the trap
+    assert tiktoken_unproven(tok) is not None
+    tok.save(tmp_path / "trap.json")
+    texts = [f"hel {i} hello" for i in range(300)]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    _pack([tmp_path / "t.jsonl"], tmp_path / "out", artifact=str(tmp_path / "trap.json"), verify=0.0)
+    docs = [d.tolist() for d in PackReader(tmp_path / "out", tokenizer=tok).documents()]
+    assert docs == [[tok.bos_id, *tok.encode(t), tok.eos_id] for t in texts]

@@ -30,6 +30,13 @@ def check_self_reachable(v: Vocab) -> Found:
     if not lines:
         summary = f"all {len(v.merged_ids):,} merged tokens encode to themselves"
         return found("self_reachable", v.subject, "pass", summary, details)
+    if v.ignore_merges and not v.missing_bytes:
+        summary = (
+            f"{len(bad):,} of {len(v.merged_ids):,} merged tokens are unreachable by the merge list alone; "
+            "informative: the source encodes with ignore_merges, so a whole pre-token that is one of "
+            "them is still that token (rten#453)"
+        )
+        return found("self_reachable", v.subject, "info", summary, details, cap(lines))
     summary = (
         f"{len(bad):,} of {len(v.merged_ids):,} merged tokens are unreachable by the merge list"
         + (f", {len(v.missing_bytes)} bytes have no token" if v.missing_bytes else "")

@@ -13,6 +13,7 @@ byte-level BPE ``tokenizer.json`` is a usage error (exit 2).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +27,40 @@ from stacktok_export.pretokenize import LLAMA3_PATTERN
 from stacktok_export.textbook import MergeListBPE
 
 
-def _hf_pattern(pre: Any) -> str:
-    """The Split regex of a tokenizer.json pre-tokenizer, else the Llama-3 pattern."""
+def _hf_patterns(pre: Any) -> list[str]:
+    """Every Split regex of a tokenizer.json pre-tokenizer, in order, else the Llama-3 pattern."""
     parts = pre.get("pretokenizers", [pre]) if isinstance(pre, dict) else []
-    for p in parts:
-        if isinstance(p, dict) and p.get("type") == "Split" and isinstance(p.get("pattern"), dict):
-            if "Regex" in p["pattern"]:
-                return str(p["pattern"]["Regex"])
-    return LLAMA3_PATTERN
+    found = [
+        str(p["pattern"]["Regex"])
+        for p in parts
+        if isinstance(p, dict)
+        and p.get("type") == "Split"
+        and isinstance(p.get("pattern"), dict)
+        and "Regex" in p["pattern"]
+    ]
+    return found or [LLAMA3_PATTERN]
+
+
+def _splitter(patterns: list[str]) -> Callable[[str], list[str]]:
+    """One pattern: its matches (v1); several: isolated splits in order, gaps kept as pieces."""
+    compiled = [regex.compile(p) for p in patterns]
+    if len(compiled) == 1:
+        return compiled[0].findall
+
+    def split(text: str) -> list[str]:
+        pieces = [text]
+        for rx in compiled:
+            out: list[str] = []
+            for piece in pieces:
+                pos = 0
+                for m in rx.finditer(piece):
+                    out += [x for x in (piece[pos : m.start()], m.group()) if x]
+                    pos = m.end()
+                out += [piece[pos:]] if pos < len(piece) else []
+            pieces = out
+        return pieces
+
+    return split
 
 
 def _hf_merge(m: Any) -> tuple[str, str]:
@@ -119,10 +146,10 @@ def load_hf_vocab(path: Path) -> Vocab:
         if a in strings and b in strings and a + b in strings
     ]
     bpe = MergeListBPE(byte_ids, rows)
-    split = regex.compile(_hf_pattern(doc.get("pre_tokenizer")))
+    split = _splitter(_hf_patterns(doc.get("pre_tokenizer")))
 
     def encode(text: str) -> list[int]:
-        return [i for piece in split.findall(text) for i in bpe(piece.encode("utf-8"))]
+        return [i for piece in split(text) for i in bpe(piece.encode("utf-8"))]
 
     return Vocab(
         subject="tokenizer.json",
@@ -135,4 +162,5 @@ def load_hf_vocab(path: Path) -> Vocab:
         merge_problems=hf_merge_problems(merges, strings),
         n_merges=len(merges),
         missing_bytes=[b for b in range(256) if b not in byte_ids],
+        ignore_merges=bool(doc["model"].get("ignore_merges")),
     )

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.errors import UsageError
+from conformance.core.expect import OURS, is_ours, ordinary_bytes
 from stacktok_export import ArtifactError, StackTokenizer
+from stacktok_export.textbook import MergeListBPE
 
 
 @dataclass
@@ -36,6 +38,9 @@ class Vocab:
     merge_problems: list[str]
     n_merges: int
     missing_bytes: list[int] = field(default_factory=list)
+    #: the source encodes with ``ignore_merges`` (whole-word hits skip the merges): then an
+    #: unreachable token is still produced, and self-reachability is informative
+    ignore_merges: bool = False
 
     def all_tokens(self) -> list[tuple[int, bytes]]:
         """Every id with its bytes, specials (as UTF-8) included, in id order."""
@@ -80,13 +85,17 @@ def artifact_merge_problems(merges: Any) -> list[str]:
 def load_artifact_vocab(path: Path) -> tuple[Vocab | None, StackTokenizer | None, list[str]]:
     """The artifact as a :class:`Vocab` (``None`` if its merge list is broken) and its problems."""
     payload = read_json(path, "artifact")
-    problems = artifact_merge_problems(payload.get("merges") if isinstance(payload, dict) else None)
+    v1 = not isinstance(payload, dict) or payload.get("format", OURS) == OURS
+    # merge r -> id 256+r is v1's layout; a v2 artifact's merges were checked when it was built
+    problems = artifact_merge_problems(payload.get("merges") if v1 and isinstance(payload, dict) else None)
     if problems:
         return None, None, problems
     try:
         tok = StackTokenizer.load(path)
     except ArtifactError as exc:
         raise UsageError(str(exc)) from None
+    if not is_ours(tok):
+        return _imported_vocab(tok, path), tok, []
     table = tok.token_bytes()
     vocab = Vocab(
         subject="artifact",
@@ -100,3 +109,25 @@ def load_artifact_vocab(path: Path) -> tuple[Vocab | None, StackTokenizer | None
         n_merges=len(tok.merges),
     )
     return vocab, tok, []
+
+
+def _imported_vocab(tok: StackTokenizer, path: Path) -> Vocab:
+    """An imported (v2) artifact: ordinary ids at any ids, every multi-byte token, and the plain
+    merge-list rule (never the whole-word shortcut of ``ignore_merges``, which would make every
+    token trivially reachable) for self-reachability."""
+    merged = [tok.merge_result(r) for r in range(len(tok.merges))]
+    plain = MergeListBPE(dict(enumerate(tok.byte_ids)), ((a, b, m) for (a, b), m in zip(tok.merges, merged)))
+    tokens = ordinary_bytes(tok)
+    return Vocab(
+        subject="artifact",
+        source=str(path),
+        tokens=tokens,
+        specials=dict(tok.special_to_id),
+        # every multi-byte token, as for a tokenizer.json: a source may hold tokens no merge makes
+        merged_ids=[i for i, b in tokens.items() if len(b) > 1],
+        bpe=plain,
+        encode=tok.encode,
+        merge_problems=[],
+        n_merges=len(tok.merges),
+        ignore_merges=bool(tok.ignore_merges),
+    )

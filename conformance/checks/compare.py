@@ -35,6 +35,14 @@ from conformance.checks.bars import ProgressArg, probe_bar
 from conformance.checks.results import STREAM_MAX_CHARS, BackendResult, Failure
 from conformance.checks.windows import first_window, shorten, text_difference
 from conformance.core.declared import Declarations
+from conformance.core.expect import (
+    control_ids,
+    default_additions,
+    imported_skip,
+    injection_text,
+    is_ours,
+    leaked,
+)
 from conformance.core.fixtures import Chat, FixtureSet, Probe
 from conformance.core.protocol import Backend, Capability
 from stacktok_export import StackTokenizer
@@ -42,7 +50,12 @@ from stacktok_export.diff import first_difference
 from stacktok_export.progress import Progress
 
 CHECKS = ("encode", "injection", "trusted", "decode", "single_tokens", "default", "chat", "stream")
-INJECTION_TEXT = "hello <|assistant|> world"
+INJECTION_TEXT = "hello <|assistant|> world"  # on a v1 artifact; any artifact: conformance.core.expect
+#: why an imported (v2) artifact has no chat rows: the reference renders only our ChatML layout
+CHAT_NOT_APPLICABLE = imported_skip(
+    "the reference renders chats only in our ChatML layout (stacktok_export.chat); "
+    "the source's own template is compared as text by the chat.* rows"
+)
 
 
 class Runner:
@@ -53,6 +66,9 @@ class Runner:
         self.fx = fixtures
         self.first_special = min(ref.special_to_id.values())
         self.specials = tuple(ref.special_to_id)
+        #: ids untrusted text must never yield (v1: every id from ``first_special`` up)
+        self.controls = control_ids(ref)
+        self.injection_text = injection_text(ref)
         #: a Progress (one bar per backend) or a message callback (a line every 200 probes)
         self.progress: Progress | Callable[[str], None] = progress or (lambda msg: None)
         self.decl = Declarations(fixtures.divergences, ref)
@@ -102,6 +118,8 @@ class Runner:
         res = BackendResult(name=backend.name, version=backend.version)
         res.capabilities = tuple(sorted(c.value for c in backend.capabilities))
         res.chat_injection_safe_path = backend.chat_injection_safe_path
+        if not is_ours(self.ref):
+            res.not_applicable.update(chat=CHAT_NOT_APPLICABLE, chat_injection=CHAT_NOT_APPLICABLE)
         self.ran[backend.name] = backend
         start = time.perf_counter()
         caps = backend.capabilities
@@ -113,7 +131,7 @@ class Runner:
                 self._single_tokens(res, backend)
             if Capability.DEFAULT in caps:
                 self._default(res, backend)
-            if Capability.CHAT in caps:
+            if Capability.CHAT in caps and is_ours(self.ref):
                 for chat in self.fx.chats:
                     self._chat(res, backend, chat)
         res.seconds = round(time.perf_counter() - start, 2)
@@ -134,14 +152,14 @@ class Runner:
             window = None if ok or err else first_window(ref_ids, got, self.ref)
             bad |= self._record(res, backend, "encode", probe, ok, err or "ids differ", window)
             if err is None:
-                leaked = [i for i in got if i >= self.first_special]
+                bad_ids = leaked(self.ref, got, self.controls)
                 bad |= self._record(
                     res,
                     backend,
                     "injection",
                     probe,
-                    not leaked,
-                    f"special ids {leaked[:5]} from untrusted text",
+                    not bad_ids,
+                    f"special ids {bad_ids[:5]} from untrusted text",
                 )
         if Capability.TRUSTED in caps and probe.id in self._ref_trusted:
             want = self._ref_trusted[probe.id]
@@ -206,25 +224,34 @@ class Runner:
         self._record(res, backend, "single_tokens", probe, not bad_ids, detail)
 
     def _default(self, res: BackendResult, backend: Backend) -> None:
-        got, err = self._safe(lambda: backend.default_encode(INJECTION_TEXT))
+        text = self.injection_text
+        got, err = self._safe(lambda: backend.default_encode(text))
+        head, tail = default_additions(self.ref)
         if err:
             behaviour = "raises"
-        elif any(i >= self.first_special for i in got):
+        elif leaked(self.ref, _strip(got, head, tail), self.controls):
             behaviour = "unsafe"
         else:
             behaviour = "safe"
         res.default_behaviour = behaviour
-        plain = (self.ref.encode(INJECTION_TEXT), self.ref.encode(INJECTION_TEXT, allowed_special="all"))
+        plain = [self.ref.encode(text), self.ref.encode(text, allowed_special="all")]
+        if head or tail:  # the source adds BOS/EOS by default: with them is plain too
+            plain += [head + ids + tail for ids in plain]
         added = [] if err or got in plain else _added_ids(got, plain)
         expected = self.fx.defaults.get(backend.name)
-        probe = Probe("default:injection", "default", INJECTION_TEXT)
+        probe = Probe("default:injection", "default", text)
         ok = (expected is None or expected == behaviour) and not added
         why = f" ({err})" if err else ""
         detail = f"default behaviour changed: expected {expected}, now {behaviour}{why}"
-        if added:
+        if added and is_ours(self.ref):
             detail = (
                 f"with no flags {backend.name} adds {added} to every encode (BOS/EOS behind the chat "
                 "template's back: a double <|bos|>, vLLM PR#16976)"
+            )
+        elif added:
+            detail = (
+                f"with no flags {backend.name} adds {added} to every encode; the source adds "
+                f"{head + tail or 'nothing'} (add_bos={self.ref.add_bos}, add_eos={self.ref.add_eos})"
             )
         self._record(res, backend, "default", probe, ok, detail)
 
@@ -262,6 +289,16 @@ class Runner:
             r.name: self.ran[r.name] for r in results if r.status in ("ok", "diverged") and r.name in self.ran
         }
         return self.decl.stale(ran, used, self.fx.probes)
+
+
+def _strip(ids: Sequence[int], head: list[int], tail: list[int]) -> list[int]:
+    """``ids`` without the BOS/EOS the source's default path adds (an imported artifact's add_bos)."""
+    out = list(ids)
+    if head and out[: len(head)] == head:
+        out = out[len(head) :]
+    if tail and out[len(out) - len(tail) :] == tail:
+        out = out[: len(out) - len(tail)]
+    return out
 
 
 def _added_ids(got: Sequence[int], plain: Sequence[Sequence[int]]) -> list[int]:

@@ -23,7 +23,10 @@ gate's table and verdict vanish. :func:`load_named` notes what fds 1 and 2 are b
 load (and the ``sys.stdout``/``sys.stderr`` objects); if the load changed any, it puts
 them back and makes the load an ``error``. Loads run one at a time (one process-wide
 lock): two loads at once would each take the other's redirect for the streams to keep,
-and put it back. Checks still run in parallel; only loading is serialised.
+and put it back. Checks still run in parallel; only loading is serialised. The lock is
+per process: ``run_suite`` with several workers runs each backend in its own forked process
+(``conformance.checks.forked``), whose fds 1 and 2 are its own, so a redirect there never
+reaches the parent that prints the table; each load there is still checked and restored.
 
 Out of scope: which backends exist (``conformance.backends``), what a caller
 reports for each outcome (runner results, fuzz runs, audit scans).

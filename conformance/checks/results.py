@@ -48,6 +48,8 @@ class BackendResult:
     not_streamed: int = 0  # probes over STREAM_MAX_CHARS (named in the stream row)
     chats_not_applicable: int = 0  # chats the backend cannot take (e.g. no assistant turn for TRL)
     capabilities: tuple[str, ...] = ()
+    #: checks that do not apply to this artifact, with why (an imported artifact's chat rows)
+    not_applicable: dict[str, str] = field(default_factory=dict)
     probes_run: int = 0
     probes_identical: int = 0
     probes_diverged: int = 0
@@ -135,6 +137,8 @@ def _check_row(r: BackendResult, check: str, cap: Capability) -> Row:
     name = f"conformance.{check}"
     if cap.value not in r.capabilities:
         return Row(name, r.name, "skip", f"not applicable: {r.name} has no {cap.value} path")
+    if check in r.not_applicable:
+        return skip(name, r.not_applicable[check], backend=r.name)
     if check == "chat_injection":
         return _chat_injection_row(r)
     counts = r.checks.get(check)

@@ -4,12 +4,15 @@
 (:func:`conformance.checks.loading.load_named`: a backend that cannot run becomes a
 *missing*, *skip* or *error* result) and runs the loaded ones through
 :class:`~conformance.checks.compare.Runner`, up to ``workers`` at once, keeping the
-order of the names.
+order of the names. With ``workers > 1`` the backends run in forked processes
+(``conformance.checks.forked``; the checks are Python-bound, threads would share one
+core), each inheriting the reference's ids for every probe; where ``fork`` is not
+available, in threads.
 
 The suite's pieces, one idea per module (all re-exported here for older callers):
 ``compare`` (the checks), ``results`` (``BackendResult`` and ``result_rows``),
 ``windows`` (``first_difference``, ``first_window``), ``loading`` (the loader),
-``bars`` (progress).
+``bars`` (progress), ``forked`` (the parallel path).
 
 Out of scope: rendering (``conformance.report``).
 """
@@ -22,7 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from conformance.backends import shared_reference
 from conformance.checks.bars import ProgressArg
 from conformance.checks.compare import CHECKS, INJECTION_TEXT, Runner
-from conformance.checks.loading import Loaded, load_named
+from conformance.checks.forked import can_fork, not_run, run_forked
+from conformance.checks.loading import load_named
 from conformance.checks.results import (
     CHECK_CAPS,
     FIXES,
@@ -34,6 +38,7 @@ from conformance.checks.results import (
 from conformance.checks.windows import first_difference, first_window
 from conformance.core.fixtures import FixtureSet
 from conformance.core.layout import Exports
+from stacktok_export.progress import Progress
 
 
 def run_suite(
@@ -59,21 +64,19 @@ def run_suite(
     def one(name: str) -> BackendResult:
         loaded = load_named(name, exports)
         if loaded.backend is None:
-            return _not_run(loaded)
+            return not_run(loaded)
         return runner.run(loaded.backend)
 
+    if workers > 1 and len(names) > 1 and can_fork():
+        quiet = progress is None or (isinstance(progress, Progress) and progress.quiet)
+        results, stale = run_forked(runner, exports, names, workers=workers, quiet=quiet)
+        return results, stale, runner
     if workers <= 1:
         results = [one(n) for n in names]
     else:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(one, names))
     return results, runner.stale_declarations(results), runner
-
-
-def _not_run(loaded: Loaded) -> BackendResult:
-    """The result of a backend that did not load: its status and the reason, one line."""
-    reason = loaded.line(400) if loaded.status == "error" else loaded.reason
-    return BackendResult(name=loaded.name, status=loaded.status, reason=reason)
 
 
 __all__ = [

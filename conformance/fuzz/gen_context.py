@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from conformance.core.expect import ordinary_bytes
 from conformance.core.fixtures import Probe
 from stacktok_export import StackTokenizer
 
@@ -35,8 +36,9 @@ class GenContext:
 
     @classmethod
     def build(cls, tok: StackTokenizer, probes: Sequence[Probe]) -> GenContext:
-        token_bytes = tuple(tok.token_bytes())
-        texts = tuple(t for b in token_bytes[32:] if (t := _utf8(b)) is not None)
+        token_bytes = tuple(ordinary_bytes(tok).values())
+        # every ordinary token but the 32 C0 control bytes (v1: ids 0..31), as text where it is UTF-8
+        texts = tuple(t for b in token_bytes if not _c0(b) and (t := _utf8(b)) is not None)
         return cls(
             tok=tok,
             vocab_texts=texts,
@@ -45,6 +47,10 @@ class GenContext:
             probes=tuple(p for p in probes if len(p.text) <= PROBE_MAX_CHARS),
             new_code_points=tuple(sorted((v, cp) for cp, v in code_point_ages(probes).items())),
         )
+
+
+def _c0(data: bytes) -> bool:
+    return len(data) == 1 and data[0] < 0x20
 
 
 def _utf8(data: bytes) -> str | None:

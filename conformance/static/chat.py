@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from conformance.core.expect import is_ours
 from conformance.core.rows import FILES, Row, row, skip
 from conformance.static.context import StaticContext, chat_template
 from stacktok_export.chat import render_text
@@ -26,6 +27,19 @@ def check_chat_files(ctx: StaticContext) -> list[Row]:
         return [skip("chat", "no tokenizer directory")]
     tcfg = ctx.obj("tokenizer_config.json")
     inline, jinja = chat_template(tcfg, None)[0], ctx.files.get("chat_template.jinja")
+    source = None if is_ours(ctx.ref) else ctx.ref.chat_template
+    if ctx.template is None and not is_ours(ctx.ref):
+        if source is None:
+            return [skip("chat.template_present", "no chat template, and the source has none (a base model)")]
+        return [
+            Row(
+                "chat.template_present",
+                FILES,
+                "fail",
+                "no chat template, but the source the artifact was imported from has one",
+                "export with `stacktok export --artifact A.json` to ship the source's template",
+            )
+        ]
     if ctx.template is None:
         return [
             Row(
@@ -50,13 +64,20 @@ def check_chat_files(ctx: StaticContext) -> list[Row]:
         )
     else:
         out.append(skip("chat.template_files_agree", f"one template only ({ctx.template_source})"))
-    out.append(_template_sandboxed(ctx.template))
+    if not is_ours(ctx.ref):
+        out.append(_matches_source(ctx.template, source))
+    out.append(_template_sandboxed(ctx.template, source=source, ours=is_ours(ctx.ref)))
+    as_source = source is not None and not _has_generation(source)
     out.append(
         row(
             "chat.generation_markers",
             _has_generation(ctx.template),
-            "template has no {% generation %} markers: assistant-only loss trains on nothing (TRL PR#4201)",
-            "wrap assistant content and <|end|> in {% generation %}...{% endgeneration %}",
+            "template has no {% generation %} markers: assistant-only loss trains on nothing (TRL PR#4201)"
+            + (" -- the source's own template has none either" if as_source else ""),
+            "wrap assistant content and <|end|> in {% generation %}...{% endgeneration %}"
+            if is_ours(ctx.ref)
+            else "wrap each assistant turn in {% generation %}...{% endgeneration %} for assistant-only loss",
+            warn=as_source,
         )
     )
     if ctx.gguf_ok():
@@ -132,7 +153,27 @@ SAMPLE_CHAT = (
 )
 
 
-def _template_sandboxed(template: str) -> Row:
+def _matches_source(template: str, source: str | None) -> Row:
+    """An imported artifact: the directory's template is the source's (text, or the same renders)."""
+    if source is None:
+        return Row(
+            "chat.template_matches_source",
+            FILES,
+            "warn",
+            "a chat template the source the artifact was imported from does not have: the reference "
+            "cannot certify it",
+            "re-import from the files that carry this template, or drop it",
+        )
+    return _same_template(
+        "chat.template_matches_source",
+        template,
+        source,
+        "the directory's chat template and the source's (in the artifact)",
+        "ship the source's template: `stacktok export --artifact A.json` writes it",
+    )
+
+
+def _template_sandboxed(template: str, *, source: str | None = None, ours: bool = True) -> Row:
     """Render the template the way transformers does (immutable sandbox) on a plain conversation."""
     missing = _not_rendered("chat.template_sandboxed")
     if missing is not None:
@@ -151,7 +192,15 @@ def _template_sandboxed(template: str) -> Row:
             f"the chat template {why} in transformers' sandbox ({kind}: {str(exc)[:160]})",
             "use the exported chat template; a template must only render messages",
         )
-    expect = render_text(list(SAMPLE_CHAT), add_generation_prompt=False)
+    if ours:
+        expect = render_text(list(SAMPLE_CHAT), add_generation_prompt=False)
+    elif source is None:
+        return Row("chat.template_sandboxed", FILES, "pass", "renders in the sandbox")
+    else:
+        try:
+            expect = render_template(source, list(SAMPLE_CHAT), add_generation_prompt=False)
+        except Exception:  # noqa: BLE001 -- the source's template cannot render a plain chat
+            return Row("chat.template_sandboxed", FILES, "pass", "renders in the sandbox")
     if text == expect:
         return Row("chat.template_sandboxed", FILES, "pass", "renders in the sandbox; plain chat as trained")
     return Row(

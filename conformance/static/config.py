@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.core.expect import is_ours, role_id, role_token, stop_ids
 from conformance.core.rows import FILES, Row, row, skip
 from conformance.static.context import StaticContext
 from conformance.static.hf_files import (
@@ -71,8 +72,23 @@ def _vocab_checks(ctx: StaticContext) -> list[Row]:
     ]
 
 
+def _role_ids(ctx: StaticContext) -> tuple[dict[str, set[int]], dict[str, str], int | None, int | None]:
+    """What each file's bos/eos/pad must be (v1: <|bos|>, {<|eos|>, <|end|>}, <|pad|>; v2: the
+    artifact's roles, eos with its end of turn), each role's name, and the eos / end-of-turn ids."""
+    ref = ctx.ref
+    if is_ours(ref):
+        bos, eos, pad, end = (ctx.ids[s] for s in ("<|bos|>", "<|eos|>", "<|pad|>", "<|end|>"))
+        return {"bos": {bos}, "eos": {eos, end}, "pad": {pad}}, {}, eos, end
+    want = {
+        "bos": {i for i in [role_id(ref, "bos")] if i is not None},
+        "eos": stop_ids(ref),
+        "pad": {i for i in [role_id(ref, "pad")] if i is not None},
+    }
+    return want, {k: role_token(ref, k) for k in want}, role_id(ref, "eos"), role_id(ref, "eot")
+
+
 def _special_id_checks(ctx: StaticContext) -> list[Row]:
-    bos, eos, pad, end = (ctx.ids[s] for s in ("<|bos|>", "<|eos|>", "<|pad|>", "<|end|>"))
+    want, names, eos, end = _role_ids(ctx)
     tcfg, cfg, gen = (ctx.obj(n) for n in ("tokenizer_config.json", "config.json", "generation_config.json"))
     smap = ctx.obj("special_tokens_map.json")
     seen: dict[str, list[tuple[str, Any]]] = {"bos": [], "eos": [], "pad": []}
@@ -86,20 +102,23 @@ def _special_id_checks(ctx: StaticContext) -> list[Row]:
         gkey = "padding" if key == "pad" else key
         if ctx.gguf_value(f"tokenizer.ggml.{gkey}_token_id") is not None:
             seen[key].append(("GGUF", ctx.gguf_value(f"tokenizer.ggml.{gkey}_token_id")))
-    want = {"bos": {bos}, "eos": {eos, end}, "pad": {pad}}
     out = []
     for key, places in seen.items():
+        if not want[key]:
+            out.append(_no_role_row(key, places))
+            continue
         bad = [(n, v) for n, v in places if not _id_in(v, want[key])]
         # a model config's pad id only pads batched generation; the tokenizer's pad is what training uses
         soft = key == "pad" and all(n in ("config.json", "generation_config.json") for n, _ in bad)
+        pad_name = names.get("pad", "<|pad|>")
         out.append(
             row(
                 f"config.{key}_id",
                 not bad,
                 f"{key} id disagrees: "
                 + ", ".join(f"{n}={v}" for n, v in bad)
-                + (" (pads batched generation only; the tokenizer's pad is <|pad|>)" if soft else ""),
-                f"set every {key} id to {sorted(want[key])[0]} ({'<|' + key + '|>'})",
+                + (f" (pads batched generation only; the tokenizer's pad is {pad_name})" if soft else ""),
+                f"set every {key} id to {sorted(want[key])[0]} ({names.get(key, '<|' + key + '|>')})",
                 warn=soft,
             )
         )
@@ -114,22 +133,60 @@ def _special_id_checks(ctx: StaticContext) -> list[Row]:
     # transformers takes tokenizer_config.json's pad_token (an explicit null wins), else special_tokens_map's
     pad_source = tcfg if "pad_token" in tcfg else smap
     no_pad = bool(tcfg) and pad_source.get("pad_token") is None
+    # an imported artifact whose source itself has no pad, or pads with eos: the files follow it (warn)
+    source_pad = want["pad"]
+    as_source = not is_ours(ctx.ref) and (not source_pad if no_pad else eos in source_pad)
+    pad_fix = f"{want['pad'] and sorted(want['pad'])[0]}" if want["pad"] else "a pad id that is not eos"
     out.append(
         row(
             "config.pad_not_eos",
             not (pads & {eos}) and not no_pad,
-            "no pad token in tokenizer_config.json / special_tokens_map.json: TRL and collators then "
-            "pad with eos and mask it out of the loss (TRL#1623)"
-            if no_pad
-            else "pad id equals eos id: TRL masks eos out of the loss (TRL#1623)",
-            f"use <|pad|> ({pad}) as the pad token (pad_token in tokenizer_config.json)",
+            (
+                "no pad token in tokenizer_config.json / special_tokens_map.json: TRL and collators then "
+                "pad with eos and mask it out of the loss (TRL#1623)"
+                if no_pad
+                else "pad id equals eos id: TRL masks eos out of the loss (TRL#1623)"
+            )
+            + (" -- as in the source the artifact was imported from" if as_source else ""),
+            f"use <|pad|> ({pad_fix}) as the pad token (pad_token in tokenizer_config.json)"
+            if is_ours(ctx.ref)
+            else f"set a pad token ({pad_fix}) in tokenizer_config.json for training",
+            warn=as_source,
         )
     )
     return out
 
 
-def _eos_stops_turns(ctx: StaticContext, gen: dict[str, Any], eos: int, end: int) -> Row:
-    fix = f"set generation_config.json eos_token_id to [{eos}, {end}] (vllm#4180)"
+def _no_role_row(key: str, places: list[tuple[str, Any]]) -> Row:
+    """An imported artifact without ``key``'s role: nothing to compare, unless a file names one."""
+    if not places:
+        return skip(f"config.{key}_id", f"the artifact records no {key} role and no file names one")
+    return Row(
+        f"config.{key}_id",
+        FILES,
+        "warn",
+        f"{key} id named by "
+        + ", ".join(f"{n}={v}" for n, v in places)
+        + f", but the artifact's source has no {key} role: the reference cannot certify it",
+        f"re-import from the files that define the {key} token, or drop it",
+    )
+
+
+def _eos_stops_turns(ctx: StaticContext, gen: dict[str, Any], eos: int | None, end: int | None) -> Row:
+    stops = sorted(i for i in (eos, end) if i is not None)
+    if not stops:
+        return skip("config.eos_stops_turns", "the artifact records no eos or end-of-turn role")
+    ours = is_ours(ctx.ref)
+    named = "<|eos|>" if ours else role_token(ctx.ref, "eos")
+    both = (
+        "both <|eos|> and <|end|>"
+        if ours
+        else " and ".join(
+            sorted({role_token(ctx.ref, r) for r in ("eos", "eot") if role_id(ctx.ref, r) is not None})
+        )
+    )
+    listed = f"[{eos}, {end}]" if ours else str(stops)
+    fix = f"set generation_config.json eos_token_id to {listed} (vllm#4180)"
     if ctx.files.get("generation_config.json") is None:
         if ctx.template is None:
             return skip(
@@ -140,16 +197,19 @@ def _eos_stops_turns(ctx: StaticContext, gen: dict[str, Any], eos: int, end: int
             FILES,
             "fail",
             "a chat template but no generation_config.json: vLLM and transformers then stop only at "
-            "<|eos|>, never at <|end|>, and the model talks past its turn",
-            f"add generation_config.json with eos_token_id [{eos}, {end}] (`stacktok export` writes it; "
-            "vllm#4180)",
+            + (
+                f"{named}, never at <|end|>, and the model talks past its turn"
+                if ours
+                else f"the tokenizer's eos, never at {both}"
+            ),
+            f"add generation_config.json with eos_token_id {listed} (`stacktok export` writes it; vllm#4180)",
         )
     gen_eos = gen.get("eos_token_id")
     ids = set(gen_eos if isinstance(gen_eos, list) else [gen_eos])
     return row(
         "config.eos_stops_turns",
-        {eos, end} <= ids,
-        f"generation_config eos_token_id is {gen_eos}; serving will not stop at both <|eos|> and <|end|>",
+        set(stops) <= ids,
+        f"generation_config eos_token_id is {gen_eos}; serving will not stop at {both}",
         fix,
     )
 
@@ -161,6 +221,8 @@ def _id_in(value: Any, allowed: set[int]) -> bool:
 
 def _bos_checks(ctx: StaticContext) -> list[Row]:
     tcfg, tj = ctx.obj("tokenizer_config.json"), ctx.obj("tokenizer.json")
+    if not is_ours(ctx.ref):
+        return [_bos_as_source(ctx, tcfg, tj)]
     adders = []
     if tcfg.get("add_bos_token") or tcfg.get("add_eos_token"):
         adders.append("tokenizer_config add_bos_token/add_eos_token")
@@ -180,3 +242,28 @@ def _bos_checks(ctx: StaticContext) -> list[Row]:
             "drop the post-processor's special tokens (vLLM PR#16976)",
         )
     ]
+
+
+def _bos_as_source(ctx: StaticContext, tcfg: dict[str, Any], tj: dict[str, Any]) -> Row:
+    """An imported artifact: every file adds BOS/EOS exactly as the source does (its add_bos/add_eos)."""
+    ref = ctx.ref
+    flags = {"add_bos_token": ref.add_bos, "add_eos_token": ref.add_eos}
+    differ = [
+        f"tokenizer_config {k} is {tcfg[k]!r}" for k, w in flags.items() if k in tcfg and bool(tcfg[k]) != w
+    ]
+    want = [role_token(ref, r) for r, on in (("bos", ref.add_bos), ("eos", ref.add_eos)) if on]
+    post = tj.get("post_processor")
+    added = post_added_tokens(post) if isinstance(post, dict) else []
+    if sorted(added) != sorted(want):
+        differ.append(f"tokenizer.json post_processor adds {added or 'nothing'}")
+    for k, w in flags.items():
+        got = ctx.gguf_value(f"tokenizer.ggml.{k}")
+        if got is not None and bool(got) != w:
+            differ.append(f"GGUF tokenizer.ggml.{k} is {got}")
+    return row(
+        "config.no_double_bos",
+        not differ,
+        f"BOS/EOS is not added as the source adds it ({want or 'nothing'}): " + "; ".join(differ),
+        f"match the source: add_bos_token {str(ref.add_bos).lower()}, add_eos_token "
+        f"{str(ref.add_eos).lower()}, a post-processor that adds {want or 'nothing'}",
+    )

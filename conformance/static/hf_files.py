@@ -16,13 +16,28 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from conformance.core.expect import is_ours
 from conformance.core.rows import FILES, Row, row, skip
 from conformance.static.context import StaticContext
-from stacktok_export.export.hf import DECODER_JSON, pre_tokenizer_json
+from stacktok_export.export.hf import DECODER_JSON, post_processor_json, pre_tokenizer_json
 
 MIN_CONTEXT = 8192
 CLASSES_4X = ("PreTrainedTokenizerFast",)
 CLASSES_BUILTIN = ("PreTrainedTokenizerFast", "TokenizersBackend")
+#: classes only transformers 5.x has (4.57: "Tokenizer class TokenizersBackend does not exist")
+CLASSES_5X_ONLY = ("TokenizersBackend",)
+#: the tokenizer classes of transformers 4.57 that a byte-level BPE source names (an imported
+#: artifact's tokenizer_config.json keeps its own class; these load in 4.x and 5.x)
+CLASSES_4X_BPE = (
+    "GPT2Tokenizer",
+    "GPT2TokenizerFast",
+    "Qwen2Tokenizer",
+    "Qwen2TokenizerFast",
+    "LlamaTokenizerFast",
+    "CodeGenTokenizerFast",
+    "GPTNeoXTokenizerFast",
+    "CohereTokenizerFast",
+)
 FIX_RESAVE = (
     "copy the exported tokenizer files back (tokenizer_config.json, tokenizer.json, "
     "special_tokens_map.json, chat_template.jinja from `stacktok export`) after save_pretrained"
@@ -64,24 +79,29 @@ def tokenizer_json_checks(ctx: StaticContext) -> list[Row]:
     if not tj:
         return [skip("config.tokenizer_json", "no tokenizer.json")]
     model = tj.get("model") or {}
+    ours = is_ours(ctx.ref)
     want_model = {"type": "BPE", "ignore_merges": False, "dropout": None, "byte_fallback": False}
+    if not ours:  # the source's own rule (Llama-3 sets ignore_merges)
+        want_model["ignore_merges"] = bool(ctx.ref.ignore_merges)
     got_model = {k: model.get(k) for k in want_model}
     got_model["dropout"] = got_model["dropout"] or None
     got_model["ignore_merges"] = bool(got_model["ignore_merges"])
     got_model["byte_fallback"] = bool(got_model["byte_fallback"])
     post = tj.get("post_processor")
     post_adds = post_added_tokens(post) if isinstance(post, dict) else []
+    # v1: no post-processor adds anything; v2: the one the export writes for the source's add_bos/eos
+    want_post = None if ours else post_processor_json(ctx.ref)
     out = [
         _section_row(
             "config.pre_tokenizer",
             tj.get("pre_tokenizer"),
-            pre_tokenizer_json(ctx.ref.pattern),
+            pre_tokenizer_json(ctx.ref.pattern if ours else ctx.ref.patterns),
             "pre_tokenizer",
         ),
         _section_row("config.decoder", tj.get("decoder"), DECODER_JSON, "decoder"),
         _section_row("config.normalizer", tj.get("normalizer"), None, "normalizer"),
         _section_row("config.bpe_model", got_model, want_model, "model settings"),
-        _section_row("config.post_processor", post if post_adds else None, None, "post_processor"),
+        _section_row("config.post_processor", post if post_adds else None, want_post, "post_processor"),
     ]
     out.append(_special_flags(ctx, tj))
     return out
@@ -93,6 +113,10 @@ def _special_flags(ctx: StaticContext, tj: dict[str, Any]) -> Row:
         content = t.get("content")
         if content not in ctx.ids:
             continue  # extra or renamed tokens: conformance.static.surface
+        if content in ctx.ref.in_text:  # the source matches it in ordinary text: special=false is right
+            if t.get("lstrip") or t.get("rstrip") or t.get("single_word"):
+                bad.append(content)
+            continue
         if not t.get("special") or t.get("lstrip") or t.get("rstrip") or t.get("single_word"):
             bad.append(content)
         elif t.get("normalized"):
@@ -147,10 +171,12 @@ def tokenizer_config_checks(ctx: StaticContext) -> list[Row]:
         row(
             "config.model_max_length",
             max_len is None or max_len >= MIN_CONTEXT,
-            f"model_max_length {max_len} truncates below {MIN_CONTEXT}",
+            f"model_max_length {max_len} truncates below {MIN_CONTEXT}"
+            + ("" if is_ours(ctx.ref) else " (our models' context; the imported artifact records none)"),
             f"set model_max_length to at least {MIN_CONTEXT}",
+            warn=not is_ours(ctx.ref),
         ),
-        _loads_in_4x(tcfg),
+        _loads_in_4x(tcfg, ours=is_ours(ctx.ref)),
     ]
     decoder = tcfg.get("added_tokens_decoder") or {}
     bad = [
@@ -158,7 +184,11 @@ def tokenizer_config_checks(ctx: StaticContext) -> list[Row]:
         for v in decoder.values()
         if isinstance(v, dict)
         and v.get("content") in ctx.ids
-        and (not v.get("special") or v.get("lstrip") or v.get("rstrip"))
+        and (
+            (not v.get("special") and v.get("content") not in ctx.ref.in_text)
+            or v.get("lstrip")
+            or v.get("rstrip")
+        )
     ]
     out.append(
         row(
@@ -171,11 +201,13 @@ def tokenizer_config_checks(ctx: StaticContext) -> list[Row]:
     return out
 
 
-def _loads_in_4x(tcfg: dict[str, Any]) -> Row:
+def _loads_in_4x(tcfg: dict[str, Any], *, ours: bool = True) -> Row:
     cls = tcfg.get("tokenizer_class")
     listed = isinstance(tcfg.get("extra_special_tokens"), list)
     if cls in CLASSES_4X and not listed:
         return Row("config.loads_in_4x", FILES, "pass", "ok")
+    if not ours and isinstance(cls, str) and cls not in CLASSES_5X_ONLY and not listed and _in_4x(cls):
+        return Row("config.loads_in_4x", FILES, "pass", f"{cls} is a transformers 4.x class")
     if cls is None:
         why = (
             "no tokenizer_class: transformers 4.57 then picks the class from config.json's model_type "
@@ -196,6 +228,11 @@ def _loads_in_4x(tcfg: dict[str, Any]) -> Row:
         FIX_RESAVE + "; or set tokenizer_class to PreTrainedTokenizerFast and rename the list "
         "extra_special_tokens to additional_special_tokens",
     )
+
+
+def _in_4x(name: str) -> bool:
+    """Whether transformers 4.57 ships tokenizer class ``name`` (for an imported artifact's own class)."""
+    return name in CLASSES_4X_BPE
 
 
 def _known_tokenizer_class(name: str) -> bool:

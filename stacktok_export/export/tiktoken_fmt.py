@@ -50,8 +50,22 @@ def tiktoken_text(tok: StackTokenizer) -> str:
 
 
 def tiktoken_unproven(tok: StackTokenizer) -> str | None:
-    """Why tiktoken's equality with ``tok`` is not proven statically (``None``: proven, or v1)."""
-    return None if is_v1(tok) else tiktoken_refusal(tok)
+    """Why tiktoken's equality with ``tok`` is not proven statically (``None``: proven).
+
+    v1: proven when every token is self-reachable (tiktoken takes a whole pre-token that is a
+    token; the merge list must reach it too) -- true of the shipped artifact, not of every
+    vocabulary a user trains or imports in v1's layout. v2: the merge-list proof, and no
+    specials the source matches in plain text (tiktoken has no such specials).
+    """
+    if is_v1(tok):
+        from ..vocab import self_reachable
+
+        if self_reachable(tok):
+            return None
+        return "some tokens are not self-reachable (tiktoken takes them whole)"
+    if tok.in_text:
+        return f"the source splits {sorted(tok.in_text)[:3]} out of plain text; tiktoken cannot"
+    return tiktoken_refusal(tok)
 
 
 def _pat_str(tok: StackTokenizer) -> str:

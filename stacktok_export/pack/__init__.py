@@ -1,4 +1,4 @@
-"""``stacktok pack``: a pretraining corpus through the frozen tokenizer into ``uint16`` shards.
+"""``stacktok pack``: a pretraining corpus through the frozen tokenizer into ``uint16``/``uint32`` shards.
 
 Every document becomes ``<|bos|>`` + its text encoded as untrusted (special
 strings are plain text) + ``<|eos|>``; empty documents are dropped (counted)
@@ -8,7 +8,8 @@ encoded by the reference, and a sample (all with ``verify=1``) is checked
 against the reference -- a difference stops the run. Modules:
 
 - ``pipeline``: :func:`pack`, resumable, the manifest;
-- ``encode``: the worker; ``engines``: local process pool or Ray Data;
+- ``plan``: inputs cut into parts at document boundaries; ``part``: one part, run by a worker;
+- ``encode``: the encoder; ``engines``: the local process pool; ``raycluster``: Ray tasks;
 - ``writer``: shard files (plain ``.bin`` + ``.offsets.npy``, Megatron ``.idx``);
 - ``reader``: :class:`PackReader` (documents or training windows) and :func:`check_pack`.
 

@@ -1,4 +1,4 @@
-"""The packer's worker: documents to ``<|bos|> ids <|eos|>`` as ``uint16``, fast and proven.
+"""The packer's worker: documents to ``<|bos|> ids <|eos|>`` as ``uint16``/``uint32``, fast and proven.
 
 The fast path is the tiktoken export (what the conformance suite proves equal
 to the reference). Two kinds of document go through the reference itself:
@@ -24,6 +24,7 @@ import numpy as np
 from ..bpe import StackTokenizer, load_tokenizer
 from ..diff import first_difference
 from ..drift import DriftCache
+from .writer import token_dtype
 
 _GOLDEN = 0x9E3779B97F4A7C15  # Fibonacci hashing: document number -> well-spread 64-bit value
 _SCALE = 1 << 64
@@ -105,17 +106,22 @@ class DocEncoder:
     """Per-worker state: the reference, the tiktoken Encoding and a drift cache."""
 
     def __init__(self, spec: EncoderSpec) -> None:
-        from ..export.tiktoken_fmt import to_tiktoken
+        from ..export.tiktoken_fmt import tiktoken_unproven, to_tiktoken
+        from ..vocab import is_llama3
 
         self.ref: StackTokenizer = load_tokenizer(
             Path(spec.artifact), allow_engine_mismatch=spec.allow_engine_mismatch
         )
-        self.fast = to_tiktoken(self.ref)
+        # tiktoken is the fast path only where it is proven equal and the drift cache's shapes
+        # hold (the Llama-3 split); otherwise every document goes through the reference
+        proven = is_llama3(self.ref.patterns) and tiktoken_unproven(self.ref) is None
+        self.fast = to_tiktoken(self.ref) if proven else None
         self.rate = spec.rate
         self.keep_empty = spec.keep_empty
-        self.drift = DriftCache(self.ref, self.fast.encode_ordinary)
+        self.drift = None if self.fast is None else DriftCache(self.ref, self.fast.encode_ordinary)
         self.bos, self.eos = self.ref.bos_id, self.ref.eos_id
         self.specials = tuple(self.ref.special_to_id)
+        self.dtype = np.dtype(token_dtype(self.ref.vocab_size))
 
     def _fast(self, text: str) -> np.ndarray:
         return self.fast.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
@@ -127,14 +133,18 @@ class DocEncoder:
             ids, flag = self._document(batch.source, number, text)
             if isinstance(ids, Mismatch):
                 ids.where = where
-                return Encoded(batch.source, *_empty(), mismatch=ids)
+                return Encoded(batch.source, *_empty(self.dtype), mismatch=ids)
             if ids is not None:
                 parts += ((self.bos,), ids, (self.eos,))
             numbers.append(number)
             lengths.append(0 if ids is None else len(ids) + 2)
             flags.append(flag)
             replaced.append(fixed)
-        flat = np.concatenate([np.asarray(p, dtype=np.uint16) for p in parts]) if parts else _empty()[0]
+        flat = (
+            np.concatenate([np.asarray(p, dtype=self.dtype) for p in parts])
+            if parts
+            else _empty(self.dtype)[0]
+        )
         return Encoded(
             batch.source,
             flat,
@@ -151,6 +161,8 @@ class DocEncoder:
             return None, SKIPPED
         if not text and not self.keep_empty:
             return None, EMPTY
+        if self.drift is None:
+            return self.ref.encode(text), REFERENCE
         tables, other = self.drift.scan(text)
         if tables and other is None:
             return self.ref.encode(text), REFERENCE
@@ -166,8 +178,8 @@ class DocEncoder:
         return "<|" in text and any(s in text for s in self.specials)
 
 
-def _empty() -> tuple[np.ndarray, ...]:
-    return (np.zeros(0, np.uint16), *(np.zeros(0, t) for t in (np.int64, np.int64, np.uint8, np.int64)))
+def _empty(dtype: np.dtype) -> tuple[np.ndarray, ...]:
+    return (np.zeros(0, dtype), *(np.zeros(0, t) for t in (np.int64, np.int64, np.uint8, np.int64)))
 
 
 # One encoder per worker process, built by the pool's initializer. Workers start before the

@@ -1,19 +1,23 @@
-"""``pack()``: a corpus through the frozen tokenizer into verified ``uint16`` shards, resumable.
+"""``pack()``: a corpus through the frozen tokenizer into verified shards, in parallel parts, resumable.
 
 The steps: validate options and describe the inputs (size, sha256), decide
 from ``DIR``'s state whether this is a fresh run, a resume or already done,
-then stream :class:`~.encode.Encoded` batches from an engine into a
-:class:`~.writer.ShardWriter`. After every shard, ``pack.journal.json``
-records the shards so far and where the next one starts (atomically); the
-last step writes ``manifest.json`` and removes the journal. A killed run,
-restarted with the same command, re-hashes the journaled shards, keeps those
-that match and goes on from the first one that does not.
+plan the parts (``plan``: inputs cut at document boundaries every
+``part_bytes``, small inputs grouped; a count of the documents before each cut
+numbers them exactly as one sequential read does), run every part not yet
+committed on an engine (``part``: the worker writes the part's own shards
+``shard-PPPPP-NNNNN`` and its ``part-PPPPP.json`` record), and, once every part
+is committed, write ``manifest.json`` (the only file this process writes) and
+remove the records. A killed run -- a worker, a node, this process -- restarted
+with the same command redoes only the parts not committed (a part goes on
+after its last good shard) and ends byte-identical to an uninterrupted run.
 
 What a manifest pins (its ``header``): the tokenizer (fingerprint, regex
-engine and Unicode version), the fast encoder and verification rate, every
-option that changes ids or shard boundaries, and the inputs. A different
-header in ``DIR`` is refused, never mixed. Engine and worker count are not
-in it: they never change a byte.
+engine and Unicode version), the token dtype (``<u2``, or ``<u4`` for a
+vocabulary over 65,536 ids), the fast encoder and verification rate, every
+option that changes ids or shard boundaries (``part_bytes`` among them), and
+the inputs. A different header in ``DIR`` is refused, never mixed. Engine,
+worker and node count are not in it: they never change a byte.
 
 Out of scope: appending new inputs to a finished pack (pack them into another
 directory), deleting anything but the pack's own files.
@@ -21,9 +25,10 @@ directory), deleting anything but the pack's own files.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,15 +36,18 @@ from typing import Any
 from .._atomic import write_text_atomic
 from ..bpe import StackTokenizer, load_tokenizer, shipped_artifact_path
 from ..corpus import CorpusOptions, describe_inputs
+from ..corpus_io import CorpusError
 from ..pretokenize import engine_info
 from ..progress import Progress
-from .encode import EMPTY, FLAG_NAMES, REFERENCE, SKIPPED, VERIFIED, Encoded, EncoderSpec
-from .engines import ENGINES, run_local, run_ray, start_pool
-from .writer import COUNTS, FORMATS, ShardWriter, sha256_file, shard_files, zero_counts
+from . import plan
+from .encode import EncoderSpec
+from .engines import ENGINES, EngineError, count_local, pool_encoder, run_local, start_pool
+from .part import PartJob
+from .writer import COUNTS, FORMATS, shard_files, token_dtype, zero_counts
 
-FORMAT = "stacktok-pack-v1"
+FORMAT = "stacktok-pack-v2"
+READS = ("stacktok-pack-v1", FORMAT)  # v1: shards shard-NNNNN, always <u2 (the reader reads both)
 MANIFEST = "manifest.json"
-JOURNAL = "pack.journal.json"
 DEFAULT_SHARD_TOKENS = 100_000_000
 DEFAULT_RATE = 0.01
 
@@ -58,6 +66,7 @@ class PackOptions:
 
     corpus: CorpusOptions = CorpusOptions()
     shard_tokens: int = DEFAULT_SHARD_TOKENS
+    part_bytes: int = plan.DEFAULT_PART_BYTES
     fmt: str = "plain"
     keep_empty: bool = False
     verify: float = DEFAULT_RATE  # 1.0 = every document
@@ -70,6 +79,8 @@ class PackOptions:
     def check(self) -> None:
         if self.shard_tokens < 1:
             raise PackError(f"--shard-tokens must be at least 1, got {self.shard_tokens}")
+        if self.part_bytes < 1:
+            raise PackError(f"--part-bytes must be at least 1, got {self.part_bytes}")
         if self.fmt not in FORMATS:
             raise PackError(f"--format must be one of {', '.join(FORMATS)}, got {self.fmt!r}")
         if not 0.0 <= self.verify <= 1.0:
@@ -100,7 +111,7 @@ def header(tok: StackTokenizer, inputs: list[dict[str, Any]], opts: PackOptions)
     c = opts.corpus
     return {
         "format": FORMAT,
-        "dtype": "<u2",
+        "dtype": token_dtype(tok.vocab_size),
         "tokenizer": _tokenizer_info(tok),
         "encoder": {
             "fast": f"tiktoken {tiktoken.__version__}",
@@ -113,6 +124,7 @@ def header(tok: StackTokenizer, inputs: list[dict[str, Any]], opts: PackOptions)
             "errors": c.errors,
             "keep_empty": opts.keep_empty,
             "shard_tokens": opts.shard_tokens,
+            "part_bytes": opts.part_bytes,
             "format": opts.fmt,
         },
         "inputs": inputs,
@@ -135,69 +147,60 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _differs(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     keys = sorted(
-        k for k in set(old) | set(new) if k not in ("shards", "totals", "next") and old.get(k) != new.get(k)
+        k for k in set(old) | set(new) if k not in ("shards", "totals") and old.get(k) != new.get(k)
     )
     return ", ".join(keys) or None
 
 
+def header_id(head: dict[str, Any]) -> str:
+    return hashlib.sha256(_dumps(head).encode("utf-8")).hexdigest()
+
+
 def _ours(name: str) -> bool:
-    return name in (MANIFEST, JOURNAL) or name.startswith("shard-") or name.startswith(".")
+    return name == MANIFEST or name.startswith(("shard-", "part-", "."))
 
 
-def _resume_state(out: Path, head: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """``("done", shards)``, ``("resume", good shards)`` or ``("fresh", [])``; refuse a foreign ``out``."""
-    for name, state in ((MANIFEST, "done"), (JOURNAL, "resume")):
-        path = out / name
-        if path.is_file():
-            old = _read_json(path)
-            diff = _differs(old, head)
-            if diff:
-                raise PackError(
-                    f"--out {out} holds a pack made with a different {diff}; "
-                    "use another --out, or delete it to pack again"
-                )
-            shards = old.get("shards", [])
-            return (state, shards) if state == "done" else (state, _good_prefix(out, shards, head))
-    if out.exists() and any(not _ours(p.name) for p in out.iterdir()):
+def _resume_state(out: Path, head: dict[str, Any]) -> str:
+    """``"done"``, ``"resume"`` or ``"fresh"``; refuse a foreign ``out`` or another pack's."""
+    if (out / MANIFEST).is_file():
+        diff = _differs(_read_json(out / MANIFEST), head)
+        if diff:
+            raise PackError(
+                f"--out {out} holds a pack made with a different {diff}; "
+                "use another --out, or delete it to pack again"
+            )
+        return "done"
+    if not out.exists():
+        return "fresh"
+    names = [p.name for p in out.iterdir()]
+    if any(not _ours(n) for n in names):
         raise PackError(f"--out {out} is not empty and holds no pack; choose an empty or new directory")
-    return "fresh", []
+    want = header_id(head)
+    for name in sorted(n for n in names if n.startswith("part-") and n.endswith(".json")):
+        try:
+            theirs = json.loads((out / name).read_text(encoding="utf-8")).get("header")
+        except (OSError, ValueError, AttributeError):
+            continue  # a record is rewritten by its part
+        if theirs != want:
+            raise PackError(
+                f"--out {out} holds an unfinished pack of other inputs or options ({name}); "
+                "use another --out, or delete it to pack again"
+            )
+        return "resume"
+    return "fresh"
 
 
-def _good_prefix(out: Path, shards: list[dict[str, Any]], head: dict[str, Any]) -> list[dict[str, Any]]:
-    good = []
-    for shard in shards:
-        files = shard_files(shard["name"], head["options"]["format"])
-        if not all((out / f).is_file() for f in files) or sha256_file(out / files[0]) != shard["sha256"]:
-            break
-        good.append(shard)
-    return good
-
-
-def _clean(out: Path, keep: int) -> None:
-    """Remove shard files past the first ``keep`` shards and temp files left by a killed run."""
-    for p in out.iterdir():
-        stale_shard = p.name.startswith("shard-") and int(p.name[6:11]) >= keep
-        if stale_shard or (p.name.startswith(".shard-") and p.name.endswith(".tmp")):
-            p.unlink()
-
-
-def _counts(e: Encoded, i: int) -> dict[str, int]:
-    flag = int(e.flags[i])
-    counts = {FLAG_NAMES[bit]: 1 for bit in (VERIFIED, REFERENCE, EMPTY, SKIPPED) if flag & bit}
-    if e.replaced[i]:
-        counts["invalid_utf8_replaced"] = int(e.replaced[i])
-    return counts
-
-
-def _totals(shards: list[dict[str, Any]], tail: dict[str, int]) -> dict[str, int]:
+def _totals(records: list[dict[str, Any]]) -> dict[str, int]:
+    shards = [s for r in records for s in r["shards"]]
     totals = {"shards": len(shards), "documents": 0, "tokens": 0, **zero_counts()}
     for s in shards:
         totals["documents"] += s["documents"]
         totals["tokens"] += s["tokens"]
         for k in COUNTS:
             totals[k] += s["counts"][k]
-    for k in COUNTS:
-        totals[k] += tail[k]
+    for r in records:
+        for k in COUNTS:
+            totals[k] += r["tail"][k]
     return totals
 
 
@@ -224,22 +227,94 @@ def _pack(
     inputs: list[str], out_dir: Path, opts: PackOptions, spec: EncoderSpec, *, pool: Any, workers: int
 ) -> dict[str, Any]:
     head = header(load_tokenizer(spec.artifact), describe_inputs(inputs), opts)
-    state, shards = _resume_state(out_dir, head)
-    if state == "done":
+    if _resume_state(out_dir, head) == "done":
         return _read_json(out_dir / MANIFEST)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _clean(out_dir, len(shards))
-    start = tuple(shards[-1]["end"]) if shards else (0, 0)
     if opts.engine == "ray":
-        results = run_ray(inputs, opts.corpus, spec, start=start, workers=workers, address=opts.address)
+        from . import raycluster
+
+        workers = raycluster.start(workers=workers, address=opts.address)
+    sizes = [i["bytes"] for i in head["inputs"]]
+    units = plan.cut_units(inputs, sizes, opts.corpus, part_bytes=opts.part_bytes)
+    todo = plan.needs_count(units)
+    tasks = [(inputs[units[i].source], units[i].span) for i in todo]
+    if opts.engine == "ray":
+        counted = raycluster.count_ray(tasks, opts.corpus, workers=workers)
     else:
-        results = run_local(inputs, opts.corpus, spec, start=start, pool=pool, workers=workers)
-    writer = ShardWriter(out_dir, opts.shard_tokens, opts.fmt, next_index=len(shards))
-    _write(results, writer, head, shards, out_dir, opts)
-    manifest = {**head, "shards": shards, "totals": _totals(shards, writer.counts)}
+        counted = count_local(tasks, opts.corpus, pool)
+    for result in counted:
+        if isinstance(result, str):
+            raise CorpusError(result)
+    counts = {i: c for i, c in zip(todo, counted) if not isinstance(c, str)}
+    parts = plan.group_parts(plan.number_units(units, counts), part_bytes=opts.part_bytes)
+    jobs = [
+        PartJob(
+            p,
+            tuple(inputs),
+            opts.corpus,
+            str(out_dir),
+            opts.shard_tokens,
+            opts.fmt,
+            head["dtype"],
+            header_id(head),
+            head["encoder"]["fast"],
+        )
+        for p in parts
+    ]
+    if opts.engine == "ray":
+        records = raycluster.run_ray(jobs, spec, workers=workers)
+    else:
+        records = run_local(jobs, pool_encoder(spec, pool, workers=workers))
+    done = _collect(records, jobs, opts)
+    _check_shared(out_dir, done, opts.fmt)
+    manifest = {**head, "shards": [s for r in done for s in r["shards"]], "totals": _totals(done)}
     write_text_atomic(out_dir / MANIFEST, _dumps(manifest))
-    (out_dir / JOURNAL).unlink(missing_ok=True)
+    for p in out_dir.iterdir():
+        if p.name.startswith("part-") or (
+            p.name.startswith((".shard-", ".part-")) and p.name.endswith(".tmp")
+        ):
+            p.unlink(missing_ok=True)
     return manifest
+
+
+def _collect(records: Any, jobs: list[PartJob], opts: PackOptions) -> list[dict[str, Any]]:
+    """Every part's record, in part order; the first problem a part reports stops the run."""
+    done: list[dict[str, Any] | None] = [None] * len(jobs)
+    total = sum(j.part.size for j in jobs)
+    with Progress(quiet=opts.quiet) as progress:
+        bar = progress.bar("pack", -(-total // 1_000_000), unit="MB")
+        finished = shards = docs = 0
+        try:
+            for r in records:
+                if "mismatch" in r:
+                    raise PackMismatch(r["mismatch"])
+                if "error" in r:
+                    raise CorpusError(r["error"])
+                r.pop("host", None)
+                done[r["part"]] = r
+                finished += jobs[r["part"]].part.size
+                shards += len(r["shards"])
+                docs += sum(s["documents"] for s in r["shards"])
+                bar.note(f"{docs:,} docs, {shards} shards")
+                bar.set(finished // 1_000_000)
+        except BaseException:
+            bar.close(line=False)  # the error is the line the user needs
+            raise
+        bar.set(bar.total)
+        bar.close()
+    return [r for r in done if r is not None]
+
+
+def _check_shared(out: Path, records: list[dict[str, Any]], fmt: str) -> None:
+    """Workers on other nodes wrote these shards: they must be here too, or ``out`` is not shared."""
+    for r in records:
+        for s in r["shards"]:
+            for name in shard_files(s["name"], fmt):
+                if not (out / name).is_file():
+                    raise EngineError(
+                        f"{out / name} was written by a worker but is not in --out here: give --out a "
+                        "directory every node shares (NFS, a mounted bucket), then rerun the same command"
+                    )
 
 
 def _preflight(inputs: Sequence[str], out: Path, opts: PackOptions) -> None:
@@ -252,42 +327,3 @@ def _preflight(inputs: Sequence[str], out: Path, opts: PackOptions) -> None:
         import tiktoken  # noqa: F401 -- the fast encoder
     except ImportError:
         raise PackError("stacktok pack encodes with tiktoken: pip install 'stacktok[pack]'") from None
-
-
-def _write(
-    results: Iterator[Encoded],
-    writer: ShardWriter,
-    head: dict[str, Any],
-    shards: list[dict[str, Any]],
-    out: Path,
-    opts: PackOptions,
-) -> None:
-    sizes = [i["bytes"] for i in head["inputs"]]
-    before, total = [sum(sizes[:k]) for k in range(len(sizes))], sum(sizes)
-    with Progress(quiet=opts.quiet) as progress:
-        bar = progress.bar("pack", -(-total // 1_000_000), unit="MB")
-        docs = 0
-        try:
-            for e in results:
-                if e.mismatch is not None:
-                    raise PackMismatch(e.mismatch.message(head["encoder"]["fast"]))
-                start = 0
-                for i, n in enumerate(e.lengths.tolist()):
-                    ids = e.ids[start : start + n]
-                    start += n
-                    shard = writer.add(ids, source=e.source, number=int(e.numbers[i]), counts=_counts(e, i))
-                    if shard is not None:
-                        shards.append(shard)
-                        write_text_atomic(out / JOURNAL, _dumps({**head, "shards": shards}))
-                docs += len(e.lengths)
-                bar.note(f"{docs:,} docs, {len(shards)} shards")
-                bar.set(min(before[e.source] + e.consumed, total) // 1_000_000)
-        except BaseException:
-            writer.abort()
-            bar.close(line=False)  # the error is the line the user needs
-            raise
-        if writer.documents:
-            shards.append(writer.flush())
-        bar.note(f"{docs:,} docs, {len(shards)} shards")
-        bar.set(bar.total)
-        bar.close()

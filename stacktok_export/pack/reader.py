@@ -1,7 +1,8 @@
 """Reading a pack back: :class:`PackReader` for training, :func:`check_pack` for ``stacktok pack --check``.
 
 A pack needs nothing of stacktok to be read (``numpy.memmap`` on each
-``.bin``, ``numpy.load`` on each ``.offsets.npy``); this reader adds the
+``.bin`` with the manifest's ``dtype``, ``<u2`` or ``<u4``, ``numpy.load`` on
+each ``.offsets.npy``); this reader adds the
 safety a training loop wants: the manifest must be complete and its tokenizer
 fingerprint must be the tokenizer in use.
 
@@ -20,23 +21,28 @@ import numpy as np
 
 from ..bpe import StackTokenizer, load_tokenizer
 from .encode import sampled
-from .pipeline import FORMAT, JOURNAL, MANIFEST, PackError
+from .pipeline import MANIFEST, READS, PackError
 from .writer import megatron_index, sha256_file
 
 
 def read_manifest(directory: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(directory) / MANIFEST
     if not path.is_file():
-        if (Path(directory) / JOURNAL).is_file():
-            raise PackError(f"{directory}: the pack is unfinished ({JOURNAL}); rerun the same pack command")
+        if Path(directory).is_dir() and any(Path(directory).glob("part-*.json")):
+            raise PackError(f"{directory}: the pack is unfinished (part-*.json); rerun the same pack command")
         raise PackError(f"{directory}: no {MANIFEST}; not a pack directory")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise PackError(f"{path}: unreadable ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or "shards" not in manifest:
-        raise PackError(f"{path}: not a complete {FORMAT} manifest")
+    if not isinstance(manifest, dict) or manifest.get("format") not in READS or "shards" not in manifest:
+        raise PackError(f"{path}: not a complete {READS[-1]} manifest")
     return manifest
+
+
+def dtype_of(manifest: dict[str, Any]) -> str:
+    """The token dtype of a pack (``<u2``; ``<u4`` for a vocabulary over 65,536 ids)."""
+    return str(manifest.get("dtype", "<u2"))
 
 
 class PackReader:
@@ -45,6 +51,7 @@ class PackReader:
     def __init__(self, directory: str | os.PathLike[str], *, tokenizer: StackTokenizer | None = None) -> None:
         self.directory = Path(directory)
         self.manifest = read_manifest(directory)
+        self.dtype = dtype_of(self.manifest)
         want = self.manifest["tokenizer"]["fingerprint"]
         if tokenizer is not None and tokenizer.fingerprint != want:
             raise PackError(
@@ -57,7 +64,9 @@ class PackReader:
         """``(tokens memmap, document offsets)`` per shard, in order."""
         for shard in self.manifest["shards"]:
             base = self.directory / shard["name"]
-            tokens = np.memmap(f"{base}.bin", dtype="<u2", mode="r")
+            tokens = (
+                np.memmap(f"{base}.bin", dtype=self.dtype, mode="r") if shard["tokens"] else _none(self.dtype)
+            )
             yield tokens, np.load(f"{base}.offsets.npy")
 
     def documents(self) -> Iterator[np.ndarray]:
@@ -70,7 +79,7 @@ class PackReader:
         """Dense training windows of ``length`` tokens over all documents back to back (the rest dropped)."""
         if length < 1:
             raise ValueError(f"window length must be at least 1, got {length}")
-        carry = np.zeros(0, dtype="<u2")  # the tail of the previous shard (< length tokens)
+        carry = np.zeros(0, dtype=self.dtype)  # the tail of the previous shard (< length tokens)
         for tokens, _ in self.shards():
             start = 0
             if len(carry):
@@ -112,7 +121,8 @@ def _check_shard(
     try:
         if sha256_file(Path(f"{base}.bin")) != shard["sha256"]:
             return [f"{name}.bin: sha256 differs from the manifest (the file changed or is truncated)"]
-        tokens = np.memmap(f"{base}.bin", dtype="<u2", mode="r") if shard["tokens"] else np.zeros(0, "<u2")
+        dtype = dtype_of(manifest)
+        tokens = np.memmap(f"{base}.bin", dtype=dtype, mode="r") if shard["tokens"] else _none(dtype)
         offsets = np.load(f"{base}.offsets.npy")
     except (OSError, ValueError) as exc:
         return [f"{name}: unreadable ({exc})"]
@@ -121,7 +131,7 @@ def _check_shard(
     lengths = np.diff(offsets.astype(np.int64))
     if manifest["options"]["format"] == "megatron":
         idx = Path(f"{base}.idx")
-        if not idx.is_file() or idx.read_bytes() != megatron_index(lengths):
+        if not idx.is_file() or idx.read_bytes() != megatron_index(lengths, dtype):
             return [f"{name}.idx: missing or not the Megatron index of {name}.bin"]
     problems = _check_specials(name, tokens, offsets, tok)
     for d in range(shard["documents"]):
@@ -138,9 +148,12 @@ def _check_specials(name: str, tokens: np.ndarray, offsets: np.ndarray, tok: Sta
     starts, ends = offsets[:-1], offsets[1:] - 1
     if (tokens[starts] != tok.bos_id).any() or (tokens[ends] != tok.eos_id).any():
         return [f"{name}: a document does not start with <|bos|> and end with <|eos|>"]
-    first_special = min(tok.special_to_id.values())
-    specials = int((tokens >= first_special).sum())
+    specials = int(np.isin(tokens, np.fromiter(tok.special_to_id.values(), dtype=np.int64)).sum())
     if specials != 2 * len(starts):
         inside = specials - 2 * len(starts)
         return [f"{name}: {inside} special ids inside documents (corpus text became control tokens)"]
     return []
+
+
+def _none(dtype: str) -> np.ndarray:
+    return np.zeros(0, dtype=dtype)

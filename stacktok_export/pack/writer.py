@@ -1,25 +1,27 @@
-"""Shard files: ``uint16`` token arrays that ``numpy.memmap`` opens, their document offsets, Megatron's index.
+"""Shard files: token arrays that ``numpy.memmap`` opens, their document offsets, Megatron's index.
 
-A pack directory holds, per shard ``shard-NNNNN``:
+A pack directory holds, per shard ``shard-PPPPP-NNNNN`` (shard ``N`` of part ``P``):
 
-- ``.bin``: the tokens, little-endian ``uint16``, documents back to back
-  (``numpy.memmap(path, dtype="<u2", mode="r")``; nanoGPT/OLMo-style loaders);
+- ``.bin``: the tokens, little-endian ``uint16`` (``uint32`` for a vocabulary
+  over 65,536 ids; the manifest's ``dtype``), documents back to back
+  (``numpy.memmap(path, dtype=manifest["dtype"], mode="r")``; nanoGPT/OLMo-style loaders);
 - ``.offsets.npy``: ``uint64`` token offsets of its documents (``n + 1`` values,
   first 0, last the token count; ``numpy.load``);
 - ``.idx`` with ``format="megatron"``: Megatron-LM's ``MMapIndexedDataset``
   index for the same ``.bin`` (header ``MMIDIDX\\0\\0``, version 1, dtype code 8 =
-  uint16, then int32 lengths, int64 byte pointers, int64 document indices), so
-  ``--data-path DIR/shard-00000`` reads it unchanged.
+  uint16 -- or 4 = int32 for ``uint32`` shards: ids are below 2^31, so the bytes
+  are the same -- then int32 lengths, int64 byte pointers, int64 document
+  indices), so ``--data-path DIR/shard-00000-00000`` reads it unchanged.
 
-A shard closes once it holds at least ``shard_tokens`` tokens and never splits
-a document (one longer than that fills a shard alone). Tokens stream into a
+A shard closes once it holds at least ``shard_tokens`` tokens, at the end of its
+part, and never splits a document (one longer than that fills a shard alone). Tokens stream into a
 temp file as documents arrive (memory does not grow with the shard), which is
 renamed into place when the shard closes; ``sha256`` of each ``.bin`` goes to
 the manifest.
 
 Hand-written: the Megatron index is 5 header fields and 3 arrays; its only
 writer (``megatron-core``) needs torch. Out of scope: Megatron's multimodal
-``sequence_modes`` and token dtypes other than ``uint16``.
+``sequence_modes`` and token dtypes other than ``uint16`` / ``uint32``.
 """
 
 from __future__ import annotations
@@ -38,25 +40,31 @@ import numpy as np
 from .._atomic import write_bytes_atomic
 
 MEGATRON_HEADER = b"MMIDIDX\x00\x00"
-MEGATRON_UINT16 = 8
+MEGATRON_CODES = {"<u2": 8, "<u4": 4}  # Megatron's DType: 8 = uint16, 4 = int32 (no uint32)
 FORMATS = ("plain", "megatron")
+UINT16_IDS = 1 << 16
 
 
-def shard_name(index: int) -> str:
-    return f"shard-{index:05d}"
+def token_dtype(vocab_size: int) -> str:
+    """``<u2`` while every id fits 16 bits, else ``<u4``: the tokenizer's ``vocab_size`` decides."""
+    return "<u2" if vocab_size <= UINT16_IDS else "<u4"
 
 
-def megatron_index(lengths: np.ndarray) -> bytes:
+def shard_name(part: int, index: int) -> str:
+    return f"shard-{part:05d}-{index:05d}"
+
+
+def megatron_index(lengths: np.ndarray, dtype: str = "<u2") -> bytes:
     """The ``.idx`` bytes for documents of ``lengths`` tokens (one sequence per document)."""
     n = len(lengths)
     pointers = np.zeros(n, dtype=np.int64)
     if n:
-        np.cumsum(lengths[:-1].astype(np.int64) * 2, out=pointers[1:])
+        np.cumsum(lengths[:-1].astype(np.int64) * np.dtype(dtype).itemsize, out=pointers[1:])
     return b"".join(
         (
             MEGATRON_HEADER,
             struct.pack("<Q", 1),
-            struct.pack("<B", MEGATRON_UINT16),
+            struct.pack("<B", MEGATRON_CODES[dtype]),
             struct.pack("<Q", n),
             struct.pack("<Q", n + 1),
             lengths.astype("<i4").tobytes(),
@@ -91,6 +99,8 @@ class ShardWriter:
     shard_tokens: int
     fmt: str = "plain"
     next_index: int = 0
+    part: int = 0
+    dtype: str = "<u2"
 
     def __post_init__(self) -> None:
         self._file: BinaryIO | None = None  # the open shard's temp file: tokens go to disk as they come
@@ -112,10 +122,10 @@ class ShardWriter:
             return None
         if self._file is None:
             fd, tmp = tempfile.mkstemp(
-                prefix=f".{shard_name(self.next_index)}.bin.", suffix=".tmp", dir=self.out
+                prefix=f".{shard_name(self.part, self.next_index)}.bin.", suffix=".tmp", dir=self.out
             )
             self._file, self._tmp = os.fdopen(fd, "wb"), Path(tmp)
-        data = ids.astype("<u2", copy=False).tobytes()
+        data = ids.astype(self.dtype, copy=False).tobytes()
         self._file.write(data)
         self._digest.update(data)
         self._lengths.append(len(ids))
@@ -131,7 +141,7 @@ class ShardWriter:
         write its offsets (and Megatron index), describe it."""
         if self._file is None or self._tmp is None:
             raise RuntimeError("flush() without an open shard")
-        name = shard_name(self.next_index)
+        name = shard_name(self.part, self.next_index)
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()
@@ -142,7 +152,7 @@ class ShardWriter:
         np.cumsum(lengths, out=offsets[1:])
         write_bytes_atomic(self.out / f"{name}.offsets.npy", _npy(offsets))
         if self.fmt == "megatron":
-            write_bytes_atomic(self.out / f"{name}.idx", megatron_index(lengths))
+            write_bytes_atomic(self.out / f"{name}.idx", megatron_index(lengths, self.dtype))
         shard = {
             "name": name,
             "documents": int(len(lengths)),

@@ -63,8 +63,9 @@ def surface_rows(exports: Exports, ref: StackTokenizer, *, files: Any = None) ->
             "tokenizer.json",
             exp,
             tokenizer_json_diffs,
-            fix=f"{REEXPORT}: model.vocab must map ids 0..{len(exp.chars) - 1} to the artifact's bytes "
-            "and added_tokens must be exactly its specials",
+            fix=f"{REEXPORT}: model.vocab must map "
+            + (f"ids 0..{exp.ordinary_count - 1}" if exp.ours else f"the {exp.ordinary_count} ordinary ids")
+            + " to the artifact's bytes and added_tokens must be exactly its specials",
             files=files,
         ),
         json_row(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from conformance.core.expect import is_ours, ordinary_bytes
 from conformance.core.layout import file_json
 from conformance.core.rows import FILES, Row, skip
 from stacktok_export import StackTokenizer
@@ -25,7 +26,7 @@ from stacktok_export.export.bytelevel import from_chars, to_chars
 T = TypeVar("T")
 SHOWN = 5  # differences named in a message; the total is always given
 REEXPORT = "re-export with `stacktok export`"
-TOKEN_TYPE_NORMAL, TOKEN_TYPE_CONTROL = 1, 3
+TOKEN_TYPE_NORMAL, TOKEN_TYPE_CONTROL, TOKEN_TYPE_USER_DEFINED = 1, 3, 4
 
 
 @dataclass(frozen=True)
@@ -36,22 +37,37 @@ class Diff:
 
 
 class Expected:
-    """The artifact's surface, computed once."""
+    """The artifact's surface, computed once (any layout: ordinary ids need not come first)."""
 
     def __init__(self, ref: StackTokenizer) -> None:
-        self.ordinary = list(ref.token_bytes())
-        self.chars = [to_chars(b) for b in self.ordinary]
+        #: ordinary (non-special) id -> its bytes / its byte-level string, in id order
+        self.ordinary_by_id = ordinary_bytes(ref)
+        self.chars_by_id = {i: to_chars(b) for i, b in self.ordinary_by_id.items()}
         self.specials = dict(ref.special_to_id)
         self.id_to_special = {i: s for s, i in self.specials.items()}
         self.vocab_size = ref.vocab_size
-        top = range(len(self.ordinary), self.vocab_size)
-        self.gguf_tokens = self.chars + [self.id_to_special.get(i, "") for i in top]
-        self.gguf_types = [TOKEN_TYPE_NORMAL] * len(self.chars) + [TOKEN_TYPE_CONTROL] * len(top)
+        self.in_text = frozenset(ref.in_text)
+        self.ours = is_ours(ref)
+        self.gguf_tokens = [
+            self.chars_by_id[i] if i in self.chars_by_id else self.id_to_special.get(i, "")
+            for i in range(self.vocab_size)
+        ]
+        self.gguf_types = [self._gguf_type(i) for i in range(self.vocab_size)]
+
+    def _gguf_type(self, token_id: int) -> int:
+        if token_id in self.chars_by_id:
+            return TOKEN_TYPE_NORMAL
+        in_text = self.id_to_special.get(token_id) in self.in_text
+        return TOKEN_TYPE_USER_DEFINED if in_text else TOKEN_TYPE_CONTROL
+
+    @property
+    def ordinary_count(self) -> int:
+        return len(self.ordinary_by_id)
 
     def describe(self, token_id: int) -> str:
         """What the artifact has at ``token_id``."""
-        if 0 <= token_id < len(self.ordinary):
-            return f"{self.chars[token_id]!r} = {self.ordinary[token_id]!r}"
+        if token_id in self.ordinary_by_id:
+            return f"{self.chars_by_id[token_id]!r} = {self.ordinary_by_id[token_id]!r}"
         if token_id in self.id_to_special:
             return f"special {self.id_to_special[token_id]!r}"
         return f"no id {token_id} (ids are 0..{self.vocab_size - 1})"

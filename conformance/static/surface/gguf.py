@@ -114,11 +114,11 @@ def _list_diffs_by_id(
 
 def _gguf_token_diffs(fields: dict[str, Any], exp: Expected, *, rows: int = 0) -> list[Diff]:
     """Id by id; a model GGUF's ids past the artifact's (``rows``) must be ``[PAD{i}]`` (UNUSED)."""
-    n = len(exp.chars)
+    ordinary = exp.chars_by_id
     pad, pad_types = padding_tokens(len(exp.gguf_tokens), rows)
 
     def show_token(token_id: int, text: str) -> str:
-        return show_chars(text) if token_id < n else repr(text)
+        return show_chars(text) if token_id in ordinary else repr(text)
 
     def show_type(_: int, value: int) -> str:
         return f"{value} ({TOKEN_TYPE_NAMES.get(value, 'unknown type')})"

@@ -29,7 +29,7 @@ def _tiktoken_diffs(data: bytes, exp: Expected) -> list[Diff]:
             out.append(Diff(f"line {lineno} is not 'base64 rank': {shorten(line)}"))
             continue
         by_rank.setdefault(rank, []).append(token)
-    want = dict(enumerate(exp.ordinary))
+    want = exp.ordinary_by_id
     if len(by_rank) != len(want):
         out.append(Diff(f"count: file has {len(by_rank)} ranks, artifact has {len(want)} ordinary tokens"))
 

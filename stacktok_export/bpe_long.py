@@ -1,0 +1,58 @@
+"""Hard cuts: where byte-level BPE can never merge across, so a long pre-token splits there.
+
+A merge joins two adjacent tokens into one whose bytes are theirs end to end. So if the
+byte pair ``x y`` occurs inside no token that a merge makes, no merge ever joins the
+token ending in ``x`` with the one starting at ``y``: the two sides merge independently,
+and the BPE of the pre-token is the BPE of each side, concatenated. The order argument
+holds too: the textbook rule merges the lowest-rank pair anywhere, leftmost on a tie;
+restricted to one side that is that side's own lowest-rank pair, leftmost on a tie.
+This is true for any merge list (topological or not) and any byte -> id layout.
+
+On text that is not made of vocabulary words (a minified asset, a base64 run, random
+letters of several scripts) such pairs are common: one million random ASCII letters cut
+into ~440,000 chunks of 1-30 bytes, each merged on the short paths (and cached), instead
+of one million-byte sequence.
+
+    >>> cuts = HardCuts([b"ab", b"abc"])        # the tokens merges make
+    >>> cuts.split(b"abcxabc")                   # "cx" and "xa" occur in no token
+    [b'abc', b'x', b'abc']
+
+Out of scope: merging the chunks (``StackTokenizer._bpe_long``), pre-tokens without a cut
+(the str passes and the heap in ``bpe.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+_SEP = b"\xff"  # never in UTF-8 text: marks the cuts for one bytes.split
+
+
+class HardCuts:
+    """The byte pairs that occur inside some merged token, and :meth:`split` at the others."""
+
+    def __init__(self, tokens: Iterable[bytes]) -> None:
+        inside = set()
+        for t in tokens:
+            inside.update(zip(t, t[1:]))
+        table = np.zeros(1 << 16, dtype=bool)
+        if inside:
+            pairs = np.array(sorted(inside), dtype=np.int64)
+            table[(pairs[:, 0] << 8) | pairs[:, 1]] = True
+        self.inside = table
+
+    def split(self, data: bytes) -> list[bytes]:
+        """``data`` cut at every pair that no merge can join (``[data]`` when there is none)."""
+        if len(data) < 2:
+            return [data]
+        arr = np.frombuffer(data, dtype=np.uint8)
+        key = (arr[:-1].astype(np.int32) << 8) | arr[1:]
+        cuts = np.flatnonzero(~self.inside[key]) + 1
+        if not len(cuts):
+            return [data]
+        if _SEP not in data:
+            return np.insert(arr, cuts, 0xFF).tobytes().split(_SEP)
+        bounds = [0, *cuts.tolist(), len(data)]
+        return [data[a:b] for a, b in zip(bounds, bounds[1:])]
