@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from stacktok_export import SPLIT_PATTERN, StackTokenizer, bpe_batch, load_tokenizer
 from stacktok_export import bpe as bpe_module
+from stacktok_export import merging as merging_module
 from stacktok_export.bpe_batch import batch_bpe
 
 from .conftest import ROOT, SHIPPED, need
@@ -90,15 +91,15 @@ def test_numpy_batch_equals_the_textbook(merges: list[tuple[int, int]], datas: l
 def test_encode_with_its_cache_equals_the_textbook(merges: list[tuple[int, int]], texts: list[str]) -> None:
     """Several calls share the pre-token cache (tiny, so it overflows); each result is textbook."""
     tok = tokenizer(merges)
-    saved = bpe_module._CACHE_MAX
-    bpe_module._CACHE_MAX = 8
+    saved = merging_module._CACHE_MAX
+    merging_module._CACHE_MAX = 8
     try:
         for text in texts + texts:
             pieces = regex.findall(SPLIT_PATTERN, text)
             want = [i for piece in pieces for i in textbook_bpe(piece.encode(), merges)]
             assert tok.encode(text) == want
     finally:
-        bpe_module._CACHE_MAX = saved
+        merging_module._CACHE_MAX = saved
 
 
 #: bytes 0xff (never in UTF-8, the cut marker of HardCuts.split) and 0x00 besides the alphabet's
@@ -116,14 +117,14 @@ def test_long_pretokens_cut_where_no_merge_joins(
 ) -> None:
     """_bpe_long cuts at pairs inside no merged token; chunks merge alone (numpy batch or one by one)."""
     tok = tokenizer(merges)
-    saved = bpe_module._BATCH
-    bpe_module._BATCH = batch
+    saved = merging_module._BATCH
+    merging_module._BATCH = batch  # _bpe_long's chunks (merging.py)
     try:
         for data in datas + datas:  # the second round is served from the chunk cache
             assert tok._bpe_long(data) == textbook_bpe(data, merges)
             assert b"".join(tok._cuts.split(data)) == data
     finally:
-        bpe_module._BATCH = saved
+        merging_module._BATCH = saved
 
 
 def test_hard_cuts_split_only_between_pairs_no_token_holds() -> None:

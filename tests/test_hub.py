@@ -228,3 +228,21 @@ def test_only_tokenizer_and_config_files_are_fetched() -> None:
     ]
     fetched = set(filter_repo_objects(repo, allow_patterns=list(ALLOW_PATTERNS)))
     assert fetched == set(repo[:10])
+
+
+def test_fuzz_and_audit_take_a_hub_id_too(hub_cache, no_network, tmp_path) -> None:
+    """``stacktok fuzz org/name`` and ``stacktok audit org/name`` check the cached snapshot."""
+    import argparse
+
+    from conformance.audit import command as audit_command
+    from conformance.fuzz.command import add_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    config = config_from_args(parser.parse_args([REPO, "--examples", "5", "--out", str(tmp_path / "f")]))
+    assert config.directory == hub_cache / "models--acme--stack100m" / "snapshots" / MAIN
+    aparser = argparse.ArgumentParser()
+    audit_command.add_arguments(aparser)
+    args = aparser.parse_args([f"{REPO}@bogus", "--backends", "none", "--quiet"])
+    with pytest.raises(UsageError, match="bogus"):
+        audit_command.run_audit(args)

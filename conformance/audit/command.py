@@ -19,6 +19,7 @@ from conformance.audit.render import render_human, report_text, verdict_line
 from conformance.audit.target import resolve_target
 from conformance.audit.unicode_tables import Say, audit_unicode, skipped_unicode
 from conformance.audit.vocabulary import vocab_findings
+from conformance.core.hub import resolve_target as resolve_hub
 from conformance.core.rows import exit_code
 from conformance.report.entry import verdict_or_usage
 from stacktok_export._atomic import write_text_atomic
@@ -28,7 +29,8 @@ from stacktok_export.progress import Progress
 def run_audit(args: argparse.Namespace) -> int:
     say: Say = Progress(quiet=args.quiet)  # the one progress view every long command uses
     start = time.perf_counter()
-    target = resolve_target(args.path, args.artifact)
+    path = None if args.path is None else Path(resolve_hub(args.path).directory)
+    target = resolve_target(path, args.artifact)
     findings = Findings()
     vocab, tok = vocab_findings(target, say)
     findings.extend(vocab)
@@ -71,7 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="ARTIFACT_OR_DIR",
-        help="artifact JSON, or a tokenizer directory (default: the shipped artifact)",
+        help="artifact JSON, a tokenizer directory, or a Hub id org/name[@rev] (default: the shipped one)",
     )
     p.add_argument(
         "--artifact",

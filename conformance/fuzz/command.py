@@ -18,6 +18,7 @@ from pathlib import Path
 
 from conformance.backends import REGISTRY, backend_list
 from conformance.core.errors import UsageError
+from conformance.core.hub import resolve_target as resolve_hub
 from conformance.core.layout import refuse_outputs_inside
 from conformance.fuzz.config import DEFAULT_BACKENDS, DEFAULT_EXAMPLES, FuzzConfig
 from conformance.fuzz.engine import run_fuzz
@@ -48,7 +49,14 @@ def _generator_names(value: str) -> list[str]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dir", type=Path, help="the checkpoint or tokenizer directory whose exports to fuzz")
+    p.add_argument(
+        "dir",
+        metavar="DIR",
+        help="the checkpoint or tokenizer directory whose exports to fuzz, or a Hub id org/name[@rev]",
+    )
+    p.add_argument(
+        "--gguf", metavar="FILE", default=None, help="with a Hub id: also fetch this GGUF of the repository"
+    )
     p.add_argument("--artifact", type=Path, default=None, help="frozen artifact (default: the shipped one)")
     p.add_argument(
         "--backends",
@@ -88,10 +96,11 @@ def config_from_args(args: argparse.Namespace) -> FuzzConfig:
         raise UsageError(f"--examples must be positive, got {args.examples}")
     if args.keep <= 0:
         raise UsageError(f"--keep must be positive, got {args.keep}")
-    refuse_outputs_inside(args.dir, {"--out": args.out}, tool="fuzz")
+    directory = resolve_hub(args.dir, gguf=args.gguf).directory
+    refuse_outputs_inside(directory, {"--out": args.out}, tool="fuzz")
     examples = args.examples if args.examples is not None or args.seconds is not None else DEFAULT_EXAMPLES
     return FuzzConfig(
-        directory=args.dir,
+        directory=directory,
         artifact=args.artifact or shipped_artifact_path(),
         backends=args.backends,
         seed=args.seed,
