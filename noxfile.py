@@ -18,7 +18,17 @@ import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
-nox.options.sessions = ["tests", "export", "conformance", "heavy", "served", "convert", "matrix", "hooks", "plugin"]
+nox.options.sessions = [
+    "tests",
+    "export",
+    "conformance",
+    "heavy",
+    "served",
+    "convert",
+    "matrix",
+    "hooks",
+    "plugin",
+]
 
 PYTHON = "3.11"
 # llama-cpp-python has no wheel on PyPI: build portable (no -march=native) so

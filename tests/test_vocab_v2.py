@@ -168,6 +168,11 @@ def test_missing_bytes_are_dropped_as_hf_bpe_drops_them() -> None:
         tokens=tokens, merges=[(a, b)], specials={"<s>": len(tokens) - 1}, patterns=[r"\S+|\s+"]
     )
     assert ref.missing_bytes == b"\xbf\xc3"
-    for text in ("a\u00ffb xa\u00ff", "\u00ff" * 300, " ".join(f"a\u00ffb{i}x\u00ff" for i in range(1500)), "plain ascii"):
+    for text in (
+        "a\u00ffb xa\u00ff",
+        "\u00ff" * 300,
+        " ".join(f"a\u00ffb{i}x\u00ff" for i in range(1500)),
+        "plain ascii",
+    ):
         assert ref.encode(text) == hf.encode(text).ids
     assert ref.encode("a\u00ffb") == [len(tokens) - 2]

@@ -23,6 +23,12 @@ range, a cited reason, and *what it covers*, one of:
   exactly that transform of the original bytes (for ``single_tokens``: for every
   id that decodes differently). Stale when some probe would change under the
   transform and no difference was seen.
+- ``cause: "control_text"`` -- llama.cpp makes an ordinary token whose text looks like a
+  control token (``</s>``, ``<|im_end|>``, ...; ``llama_vocab::impl::load``) a control token
+  on load, so in *trusted* text it parses that text as the one id: covers a ``trusted``
+  difference when the text holds such a token's text and the reference, splitting those
+  texts out as their ids too, gives the backend's ids. Never stale (our own vocabulary has
+  no such ordinary token; an imported one may).
 - ``probe`` (an id glob) or ``category`` -- a specific shipped probe, for
   findings that are not about code points (a crash on one huge input, a
   streaming quirk).
@@ -52,6 +58,7 @@ from stacktok_export.drift import DriftCache, choose_shape
 UNICODE_TABLES = "unicode_tables"
 LONG_S = "long_s_contraction"
 CLEAN_SPACES = "clean_spaces"
+CONTROL_TEXT = "control_text"
 LONG_S_TEXT = "'\u017f"  # what llama.cpp's '[sS] misses and (?i:'s) case-folds
 #: checks whose outcome depends on the pre-tokenizer's character classes
 SPLIT_CHECKS = ("encode", "trusted")
@@ -126,6 +133,10 @@ class Declarations:
             d = self.has_cause(backend, "encode", LONG_S)
             if d is not None and self.explained_by_long_s(backend, probe.text, trusted=check == "trusted"):
                 return d
+        if check == "trusted" and probe.text:
+            d = self.has_cause(backend, "trusted", CONTROL_TEXT)
+            if d is not None and self.explained_by_control_text(backend, probe.text):
+                return d
         if check in DECODE_CHECKS:
             d = self.has_cause(backend, check, CLEAN_SPACES)
             if d is not None and self.explained_by_clean_spaces(backend, check, probe):
@@ -156,6 +167,32 @@ class Declarations:
             return False
         return self._agrees(backend, text.replace(LONG_S_TEXT, "'"), trusted=trusted)
 
+    def explained_by_control_text(self, backend: Backend, text: str) -> bool:
+        """``text`` holds an ordinary token llama.cpp promotes, and splitting those out explains it."""
+        from stacktok_export.export.gguf_pre import CONTROL_LOOKING
+
+        table = self.ref.id_bytes()
+        promoted = {
+            s: i
+            for i, t in enumerate(table)
+            if i not in self.ref.id_to_special and (s := t.decode("utf-8", "replace")) in CONTROL_LOOKING
+        }
+        found = [s for s in promoted if s in text]
+        if not found:
+            return False
+        want: list[int] = []
+        pattern = regex.compile("|".join(regex.escape(s) for s in sorted(found, key=len, reverse=True)))
+        at = 0
+        for m in pattern.finditer(text):
+            want += self.ref.encode(text[at : m.start()], allowed_special="all")
+            want.append(promoted[m.group()])
+            at = m.end()
+        want += self.ref.encode(text[at:], allowed_special="all")
+        try:
+            return list(backend.encode(text, allow_special=True)) == want
+        except Exception:  # noqa: BLE001 -- a backend raising is not this cause
+            return False
+
     def _agrees(self, backend: Backend, text: str, *, trusted: bool) -> bool:
         want = self.ref.encode(text, allowed_special="all" if trusted else frozenset())
         try:
@@ -177,8 +214,8 @@ class Declarations:
             backend = ran.get(d.backend)
             if backend is None or d.id in used or not version_matches(backend.version, d.versions):
                 continue
-            if d.cause == LONG_S:
-                continue  # needs a merge across the split to show; see the module docstring
+            if d.cause in (LONG_S, CONTROL_TEXT):
+                continue  # needs a merge across the split / an imported vocabulary to show (docstring)
             if d.cause == CLEAN_SPACES:  # stale once no probe that the transform changes differs
                 could = any(clean_spaces(b) != b for b in (p.text.encode("utf-8") for p in probes))
             elif d.cause == UNICODE_TABLES:

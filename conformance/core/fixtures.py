@@ -37,7 +37,7 @@ def _fixtures_dir() -> Path:
 FIXTURES = _fixtures_dir()
 
 
-CAUSES = ("unicode_tables", "long_s_contraction", "clean_spaces")
+CAUSES = ("unicode_tables", "long_s_contraction", "clean_spaces", "control_text")
 
 
 @dataclass(frozen=True)

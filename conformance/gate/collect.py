@@ -20,6 +20,7 @@ from conformance.gate.behaviour import behaviour_proof
 from conformance.gate.plan import Plan
 from conformance.static import run_static
 from conformance.static.surface import surface_rows
+from stacktok_export.artifact import FORMAT as ARTIFACT_FORMAT
 
 Say = Callable[[str], None]
 
@@ -50,7 +51,7 @@ def collect_rows(
         f"backends {','.join(backends)}"
     )
     results, stale, _ = run_suite(plan.exports, plan.fixtures, backends, progress=say, workers=workers)
-    suite = result_rows(results, stale=stale)
+    suite = result_rows(results, stale=stale, imported=plan.ref.format != ARTIFACT_FORMAT)
     rows = explain(
         behaviour_proof(rows, suite) + suite, versions={r.name: r.version for r in results if r.version}
     )
