@@ -453,6 +453,8 @@ def bench(session: nox.Session) -> None:
     """Benchmarks as ratios vs tiktoken / HF tokenizers / rustbpe (needs data/sample, see README)."""
     install_project(session, "hf", "tiktoken", "gguf", "ray", pins=("rustbpe", llama_wheel(session)))
     session.run("python", "benchmarks/bench_encode.py", *session.posargs)
+    sdist = {"STACKTOK_LLAMA_SDIST": str(llama_sdist(session).resolve())}
+    session.run("python", "benchmarks/bench_import.py", env=sdist)  # Llama-3's vocabulary, imported
     session.run("python", "benchmarks/bench_gate.py")
     session.run("python", "benchmarks/bench_pack.py", "--memory-gb", "1")
     session.run("python", "benchmarks/bench_fuzz.py", "--seconds", "60")
