@@ -45,7 +45,7 @@ from . import artifact as _artifact
 from . import vocab as _vocab
 from .api import EncodingAPI
 from .artifact import shipped_artifact_path  # re-exported here; its home is artifact.py
-from .merging import _BATCH, _BATCH_BYTES, _ID, MergePaths, _fill
+from .merging import _BATCH, _BATCH_BYTES, MergePaths, _fill
 from .pretokenize import LLAMA3_PATTERN, compile_pattern, isolated_split
 from .tables import VocabTables
 from .trainer import ProgressFn, count_pretokens, default_workers, train_merges
@@ -132,8 +132,7 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
 
     def merge_result(self, rank: int) -> int:
         """The id merge ``rank`` produces."""
-        a, b = self.merges[rank]
-        return self._rank[(a << self._shift) | b] & _ID
+        return self._results[rank]
 
     def id_bytes(self) -> list[bytes]:
         """The bytes of every id, in id order (special ids: the special's UTF-8 string)."""
@@ -229,13 +228,14 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
         """Merge-list BPE of one pre-token's bytes."""
         if self._whole is not None and data in self._whole:
             return [self._whole[data]]  # ignore_merges: a whole-token pre-token is that token
+        if self._drop is not None:  # bytes without a token leave before any path sees the data
+            data = data.translate(None, self._drop)
         if len(data) <= _SHORT:
             return self._bpe_short(self._ids(data))
         return self._bpe_long(data)
 
     def _ids(self, data: bytes) -> list[int]:
-        if self._drop is not None:
-            data = data.translate(None, self._drop)
+        """The ids of ``data``'s bytes (no byte of it is missing: ``_bpe`` dropped those)."""
         bm = self._byte_map
         return list(data) if bm is None else list(map(bm.__getitem__, data))
 
@@ -356,20 +356,23 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
 
         if self._pair_ranks is None:
             self._pair_ranks = self._batch_ranks(bpe_batch)
-        whole = self._whole
+        whole, drop = self._whole, self._drop
         short: list[str] = []
         datas: list[bytes] = []
         for piece in pieces:
             data = piece.encode("utf-8")
             if whole is not None and data in whole:
                 cache[piece] = [whole[data]]
-            elif self._drop is not None and len(data.translate(None, self._drop)) != len(data):
-                cache[piece] = bpe(data)  # a byte without a token: dropped on the one-piece path
+                continue
+            if drop is not None:
+                data = data.translate(None, drop)
+            if not data:
+                cache[piece] = []  # only bytes without a token
             elif len(data) <= _BATCH_BYTES:
                 short.append(piece)
                 datas.append(data)
             else:
-                cache[piece] = bpe(data)
+                cache[piece] = self._bpe_long(data)
         bpe_batch.batch_bpe(short, datas, self._pair_ranks, cache, finish=self._bpe_short)
 
     # ---------------------------------------------------------------- decoding

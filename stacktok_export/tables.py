@@ -42,8 +42,9 @@ class VocabTables:
         add_eos: bool,
         chat_template: str | None,
         in_text: frozenset[str],
+        plain: dict[bytes, int],
     ) -> None:
-        """Install a validated v2 vocabulary (see ``vocab.build``)."""
+        """Install a validated v2 vocabulary (see ``vocab.build``; ``plain``: its bytes -> id map)."""
         self.format = _vocab.FORMAT_V2
         self.merges = merges
         self.special_to_id = special_to_id
@@ -52,9 +53,11 @@ class VocabTables:
         self._split_re = self._split_res[0]
         self.ignore_merges, self.roles, self.in_text = ignore_merges, roles, in_text
         self.add_bos, self.add_eos, self.chat_template = add_bos, add_eos, chat_template
-        self._build(table, results)
+        self._build(table, results, plain=plain)
 
-    def _build(self, table: list[bytes], results: list[int]) -> None:
+    def _build(
+        self, table: list[bytes], results: list[int], *, plain: dict[bytes, int] | None = None
+    ) -> None:
         """The encoder's tables from the id table and each merge's result id.
 
         A pair's rank value is the merged id itself while result ids grow with the rank (v1,
@@ -70,21 +73,19 @@ class VocabTables:
         for r, ((a, b), t) in enumerate(zip(self.merges, results)):
             self._rank[(a << sh) | b] = t if monotone else (r << 31) | t
         self._packed = not monotone
-        plain = {t: i for i, t in enumerate(table) if i not in self.id_to_special}
+        if plain is None:  # bytes -> id of every ordinary token
+            plain = {t: i for i, t in enumerate(table) if i not in self.id_to_special}
         self.byte_ids: list[int | None] = [plain.get(bytes([b])) for b in range(NUM_BYTES)]
         # bytes without a token: dropped from every pre-token before merging (the source's rule)
         self.missing_bytes = bytes(b for b, i in enumerate(self.byte_ids) if i is None)
         self._drop = self.missing_bytes or None
         identity = self.byte_ids == list(range(NUM_BYTES))
         self._byte_map = None if identity else self.byte_ids
+        # the str passes' byte -> id character (missing bytes never reach them: see ``_bpe``)
         self._translate = (
             None
             if identity
-            else {
-                b: None if i is None else chr(i)
-                for b, i in enumerate(self.byte_ids)
-                if i is None or i < 0x110000
-            }
+            else {b: chr(i) for b, i in enumerate(self.byte_ids) if i is not None and i < 0x110000}
         )
         self._whole = plain if self.ignore_merges else None
         unsafe = _vocab.unsafe_ranks(self.merges, results, n)

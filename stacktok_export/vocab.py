@@ -197,6 +197,7 @@ def build(
         add_eos=add_eos,
         chat_template=chat_template,
         in_text=frozenset(in_text),
+        plain=plain,
     )
     return tok
 

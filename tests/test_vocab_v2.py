@@ -173,6 +173,8 @@ def test_missing_bytes_are_dropped_as_hf_bpe_drops_them() -> None:
         "\u00ff" * 300,
         " ".join(f"a\u00ffb{i}x\u00ff" for i in range(1500)),
         "plain ascii",
+        "a\u00ffb" * 40,  # one long pre-token: the hard cuts must not cut at a dropped byte
+        "".join(f"a\u00ffb{i}" for i in range(3000)),  # long, with many distinct chunks (numpy batch)
     ):
         assert ref.encode(text) == hf.encode(text).ids
     assert ref.encode("a\u00ffb") == [len(tokens) - 2]
