@@ -278,3 +278,33 @@ def test_planted_drifts_in_the_original_gguf_fail(models, name, tmp_path) -> Non
     rewrite_gguf(original, gguf_path, swapped)
     bad = failing(gate(directory, artifact, text, backends="reference,llama.cpp", out=tmp_path).report)
     assert {"surface.gguf_tokens[files]", "conformance.encode[llama.cpp]"} <= bad.keys(), sorted(bad)
+
+
+@pytest.mark.llama_vocab
+def test_qwen2s_ordinary_eos_text_is_declared_where_llama_cpp_promotes_it(models, tmp_path) -> None:
+    """Qwen2's ``</s>`` is an ordinary token; llama.cpp makes it a control token on load, so in
+    trusted text it parses ``</s>`` as that id: declared (llama.cpp-control-text), not a failure,
+    and only for texts the promotion explains."""
+    artifact, directory, _, tok = original_dir(models, "qwen2", tmp_path)
+    probes = tmp_path / "trusted.jsonl"
+    probes.write_text(
+        '{"id": "eos-text", "text": "say </s> now", "allow_special": true}\n'
+        '{"id": "plain", "text": "say nothing now", "allow_special": true}\n',
+        encoding="utf-8",
+    )
+    run = run_gate(
+        directory,
+        "--artifact",
+        str(artifact),
+        "--only-user-data",
+        "--probes",
+        str(probes),
+        backends="reference,llama.cpp",
+        report=tmp_path / "report.json",
+    )
+    assert run.code == 0, failing(run.report)
+    [row] = [
+        c for c in run.report["checks"] if c["check"] == "conformance.trusted" and c["backend"] == "llama.cpp"
+    ]
+    assert (row["status"], row["declared"]) == ("pass", 1), row  # the plain probe agrees outright
+    assert "</s>" not in tok.special_to_id and len(tok.encode("</s>")) > 1  # text to the reference

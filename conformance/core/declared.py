@@ -42,6 +42,7 @@ differences that are not Unicode tables (they need a ``probe`` declaration).
 
 from __future__ import annotations
 
+import functools
 import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -169,14 +170,7 @@ class Declarations:
 
     def explained_by_control_text(self, backend: Backend, text: str) -> bool:
         """``text`` holds an ordinary token llama.cpp promotes, and splitting those out explains it."""
-        from stacktok_export.export.gguf_pre import CONTROL_LOOKING
-
-        table = self.ref.id_bytes()
-        promoted = {
-            s: i
-            for i, t in enumerate(table)
-            if i not in self.ref.id_to_special and (s := t.decode("utf-8", "replace")) in CONTROL_LOOKING
-        }
+        promoted = self._promoted
         found = [s for s in promoted if s in text]
         if not found:
             return False
@@ -192,6 +186,15 @@ class Declarations:
             return list(backend.encode(text, allow_special=True)) == want
         except Exception:  # noqa: BLE001 -- a backend raising is not this cause
             return False
+
+    @functools.cached_property
+    def _promoted(self) -> dict[str, int]:
+        """Ordinary tokens whose text llama.cpp promotes to control tokens (text -> id), found once."""
+        from stacktok_export.export.gguf_pre import CONTROL_LOOKING
+
+        ordinary = (i for i in range(self.ref.vocab_size) if i not in self.ref.id_to_special)
+        table = self.ref.id_bytes()
+        return {s: i for i in ordinary if (s := table[i].decode("utf-8", "replace")) in CONTROL_LOOKING}
 
     def _agrees(self, backend: Backend, text: str, *, trusted: bool) -> bool:
         want = self.ref.encode(text, allowed_special="all" if trusted else frozenset())
