@@ -76,26 +76,13 @@ def _run(source: Path, out: Path, *, formats: tuple[str, ...], check: bool) -> i
         return 0
     with sigterm_as_exit():  # so a `kill` runs the temp-file clean-up too
         print(f"using artifact {source}, exports in {out}")
-        written = export_all(source, out, formats=formats)
+        notes: list[str] = []
+        written = export_all(source, out, formats=formats, notes=notes)
     for path in written:
         print(f"wrote {path}")
-    if "tiktoken" in formats:
-        _note_unproven(source, out)
+    for note in notes:  # what is left to the gate, which judges behaviour
+        print(f"note: {note}; `stacktok gate {out} --artifact {source}` judges it", file=sys.stderr)
     return 0
-
-
-def _note_unproven(source: Path, out: Path) -> None:
-    """Say when the .tiktoken file's equality is left to the gate (it judges behaviour)."""
-    from stacktok_export.bpe import StackTokenizer
-    from stacktok_export.export.tiktoken_fmt import tiktoken_unproven
-
-    reason = tiktoken_unproven(StackTokenizer.load(source))
-    if reason:
-        print(
-            f"note: the .tiktoken file is not proven equal to the artifact ({reason}); "
-            f"`stacktok gate {out} --artifact {source}` judges it by behaviour",
-            file=sys.stderr,
-        )
 
 
 def _default_out(*, check: bool) -> Path:

@@ -26,7 +26,8 @@ import unicodedata
 import pytest
 
 from stacktok_export import StackTokenizer
-from stacktok_export.export import ExportRefused, check_exports, render_exports, render_format
+from stacktok_export.artifact import shipped_artifact_path
+from stacktok_export.export import ExportRefused, check_exports, export_all, render_exports, render_format
 from stacktok_export.export.bytelevel import byte_to_char, to_chars
 from stacktok_export.export.tiktoken_fmt import tiktoken_unproven
 from stacktok_export.export.tiktoken_proof import tiktoken_refusal
@@ -257,7 +258,7 @@ def test_tiktoken_refuses_an_unlisted_pair(mixed, closed):
     assert reason is not None and "without being a merge" in reason
 
 
-def test_tiktoken_overlapping_ties_are_written_unproven():
+def test_tiktoken_overlapping_ties_are_written_unproven(tmp_path):
     """``aaa`` from ``a``+``aa`` and ``aa``+``a``: in ``[aa, a, aa]`` tiktoken takes the left pair.
 
     The file is written (real vocabularies all fail the static proof) and the caveat says why;
@@ -276,6 +277,15 @@ def test_tiktoken_overlapping_ties_are_written_unproven():
     assert reason is not None and "tiktoken takes the left one" in reason
     assert tiktoken_unproven(tok) == reason
     assert render_format(tok, "tiktoken")
+    tok.save(tmp_path / "ties.json")
+    notes: list[str] = []
+    written = export_all(tmp_path / "ties.json", tmp_path / "out", formats=("tiktoken",), notes=notes)
+    assert [p.name for p in written] == ["ties.tiktoken"] and notes == [
+        f"the .tiktoken file is not proven equal to the artifact ({reason})"
+    ]
+    shipped: list[str] = []
+    export_all(shipped_artifact_path(), tmp_path / "shipped", formats=("tiktoken",), notes=shipped)
+    assert shipped == []  # the shipped artifact: every token self-reachable, proven
 
 
 @pytest.mark.parametrize("left_first", [True, False])

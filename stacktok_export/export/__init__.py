@@ -94,10 +94,15 @@ def _load(artifact: str | os.PathLike[str]) -> StackTokenizer:
 
 
 def export_all(
-    artifact: str | os.PathLike[str], out: str | os.PathLike[str], *, formats: Sequence[str] = FORMATS
+    artifact: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    formats: Sequence[str] = FORMATS,
+    notes: list[str] | None = None,
 ) -> list[Path]:
     """Render every export of ``artifact`` (or of ``formats`` only) into ``out``; return the paths
-    written.
+    written. ``notes`` receives what a user should know about a written file (a ``.tiktoken``
+    whose equality with the artifact is left to the gate: ``tiktoken_unproven``).
 
     Everything is rendered in memory first -- a format that cannot express the artifact
     raises :class:`ExportRefused` before anything is written; the HF directory is swapped in
@@ -121,6 +126,12 @@ def export_all(
             write_bytes_atomic(out / rel, data)
             written.append(out / rel)
     remove_stale_temps(out, tok.name, older_than=started)
+    if notes is not None and "tiktoken" in formats:
+        from .tiktoken_fmt import tiktoken_unproven
+
+        reason = tiktoken_unproven(tok)
+        if reason:
+            notes.append(f"the .tiktoken file is not proven equal to the artifact ({reason})")
     return sorted(written)
 
 
