@@ -21,6 +21,7 @@ from pathlib import Path
 from conformance.core.errors import UsageError
 from stacktok_cli.args import ARTIFACT_HELP
 from stacktok_cli.describe import describe, describe_lines
+from stacktok_export.artifact import FORMAT as V1_FORMAT
 from stacktok_export.artifact import shipped_artifact_path
 from stacktok_export.bpe import StackTokenizer, load_tokenizer
 
@@ -73,7 +74,7 @@ def info(args: argparse.Namespace) -> int:
     print(f"name         {tok.name}")
     print(f"vocab_size   {tok.vocab_size:,}")
     print(f"format       {tok.format}")
-    if tok.format == "stacktok-bpe-v1":
+    if tok.format == V1_FORMAT:
         print(f"ids          0-255 bytes, 256-{255 + len(tok.merges)} merges ({len(tok.merges):,})")
     else:
         print(f"ids          0-{tok.vocab_size - 1} ({len(tok.merges):,} merges)")

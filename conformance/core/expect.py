@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from stacktok_export.artifact import FORMAT as OURS  # the format of our own fixed layout
+
 if TYPE_CHECKING:
     from stacktok_export import StackTokenizer
 
-#: the format of our own fixed layout
-OURS = "stacktok-bpe-v1"
 #: the roles a checkpoint's files name, in report order
 ROLES = ("bos", "eos", "pad", "eot")
 #: the v1 probe typed into a default path (``conformance.checks.compare.INJECTION_TEXT``)

@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 
 from conformance.checks.causes import explain
 from conformance.checks.runner import BackendResult, result_rows, run_suite
+from conformance.core.expect import is_ours
 from conformance.core.rows import Row, skip
 from conformance.gate.behaviour import behaviour_proof
 from conformance.gate.plan import Plan
 from conformance.static import run_static
 from conformance.static.surface import surface_rows
-from stacktok_export.artifact import FORMAT as ARTIFACT_FORMAT
 
 Say = Callable[[str], None]
 
@@ -51,7 +51,7 @@ def collect_rows(
         f"backends {','.join(backends)}"
     )
     results, stale, _ = run_suite(plan.exports, plan.fixtures, backends, progress=say, workers=workers)
-    suite = result_rows(results, stale=stale, imported=plan.ref.format != ARTIFACT_FORMAT)
+    suite = result_rows(results, stale=stale, imported=not is_ours(plan.ref))
     rows = explain(
         behaviour_proof(rows, suite) + suite, versions={r.name: r.version for r in results if r.version}
     )

@@ -19,14 +19,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ..artifact import ArtifactError
+from ..artifact import FORMAT, ArtifactError
 from ..chat import CHAT_TEMPLATE
 from .bytelevel import to_chars
 
 if TYPE_CHECKING:
     from ..bpe import StackTokenizer
-
-V1_FORMAT = "stacktok-bpe-v1"
 
 
 class ExportRefused(ArtifactError):
@@ -39,7 +37,7 @@ class ExportRefused(ArtifactError):
 
 def is_v1(tok: StackTokenizer) -> bool:
     """True for our fixed layout (its exports are frozen byte for byte)."""
-    return getattr(tok, "format", V1_FORMAT) == V1_FORMAT
+    return tok.format == FORMAT
 
 
 def ordinary_ids(tok: StackTokenizer) -> list[int]:
