@@ -393,7 +393,9 @@ def llama_sdist(session: nox.Session) -> Path:
     if not sdist.is_file():
         pin = f"llama-cpp-python=={LLAMA_VERSION}"
         args = ("download", "--no-binary", ":all:", "--no-deps", pin, "-d", str(CONVERTER_DIR))
-        session.run("python3", "-m", "pip", *args, external=True)  # the host's pip (uv venvs have none)
+        # pip downloads sdists; uv cannot. Run it from uv's tool cache: the session's venv (first on
+        # PATH, so "python3" would be it) has no pip, and nox's own interpreter may have none either.
+        session.run(_versions().uv_binary(), "tool", "run", "--from", "pip", "pip", *args, external=True)
     return sdist
 
 
