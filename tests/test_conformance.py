@@ -245,6 +245,32 @@ def test_streaming_helpers_hold_back_partial_characters() -> None:
     assert "".join(pieces) == "añ👍中" and not any("\ufffd" in p for p in pieces)
 
 
+def test_stream_remembers_short_windows_and_streams_the_same() -> None:
+    class Counting(BaseBackend):
+        name = "counting"
+        reads = "-"
+
+        def __init__(self, exact: bool) -> None:
+            self.decode_exact, self.calls = exact, []
+
+        def decode_bytes(self, ids):
+            self.calls.append(tuple(ids))  # a text decoder's bytes: the UTF-8 of its text
+            return bytes(ids) if self.decode_exact else bytes(ids).decode("utf-8", "replace").encode()
+
+    ids = list("añ👍 the end".encode())
+    for exact in (True, False):
+        backend = Counting(exact)
+        plain = (byte_stream if exact else text_stream)(
+            bytes if exact else (lambda w: bytes(w).decode("utf-8", "replace")), ids
+        )
+        first = backend.stream(ids)
+        assert first == plain and "".join(first) == "añ👍 the end"
+        made = len(backend.calls)
+        assert made < (len(ids) if exact else 2 * len(ids))  # windows recur within one stream
+        assert backend.stream(ids) == first
+        assert all(len(w) > 3 for w in backend.calls[made:])  # a second stream: only long windows
+
+
 def test_probe_file_errors_name_the_line(tmp_path: Path) -> None:
     from conformance.core.fixtures import FixtureError
 

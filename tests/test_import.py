@@ -23,9 +23,9 @@ import pytest
 from conformance.report.entry import run_main
 from stacktok_cli import importing
 from stacktok_export import load_tokenizer
+from stacktok_export.gguf_kv import read_kv
 from stacktok_export.importers import ImportRefused, import_tokenizer, read_source
 from stacktok_export.importers.common import GPT2_PATTERN
-from stacktok_export.importers.gguf_kv import read_kv
 from stacktok_export.importers.tiktoken_src import derive_merges, final_pair
 from stacktok_export.pretokenize import LLAMA3_PATTERN
 from stacktok_export.pretypes import PRE_TYPES

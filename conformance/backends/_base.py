@@ -20,6 +20,12 @@ TOKENIZER_CAPS = frozenset(
 )
 
 
+#: windows of at most this many ids are remembered by :meth:`BaseBackend.stream`, up to
+#: ``_MEMO_LIMIT`` of them per backend
+_MEMO_WINDOW = 3
+_MEMO_LIMIT = 500_000
+
+
 class BaseBackend:
     """Defaults for optional operations; subclasses declare what they support."""
 
@@ -53,9 +59,34 @@ class BaseBackend:
 
     def stream(self, ids: Sequence[int]) -> list[str]:
         """One text delta per token, then a final flush."""
+        decode = self._window_decoder()
         if self.decode_exact:
-            return byte_stream(self.decode_bytes, ids)
-        return text_stream(lambda chunk: self.decode_bytes(chunk).decode("utf-8"), ids)
+            return byte_stream(decode, ids)
+        return text_stream(lambda chunk: decode(chunk).decode("utf-8"), ids)
+
+    def _window_decoder(self):
+        """``decode_bytes`` remembered for short windows (the streams' one- and two-token calls).
+
+        A stream decodes one or two windows per token, and nearly all of them are a token or
+        two long and recur across probes: remembering those removes most of the library calls
+        (the gate's slowest rows were these). Decoding is a pure function of the ids in every
+        library adapted here; longer windows always call the library.
+        """
+        memo = self.__dict__.setdefault("_decoded_windows", {})
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
+        decode_bytes = self.decode_bytes
+
+        def decode(window: Sequence[int]) -> bytes:
+            if len(window) > _MEMO_WINDOW:
+                return decode_bytes(window)
+            key = tuple(window)
+            out = memo.get(key)
+            if out is None:
+                out = memo[key] = decode_bytes(window)
+            return out
+
+        return decode
 
     def __repr__(self) -> str:
         return f"<{self.name} {self.version}>"

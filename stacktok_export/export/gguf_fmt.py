@@ -249,18 +249,10 @@ def read_gguf_file(
 ) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[int, ...]], str | None]:
     """:func:`read_gguf` plus the sha256 of the file's bytes, hashed from the same memory map (no
     second read) -- only for a vocab-only GGUF (None for a model GGUF: gigabytes of weights)."""
-    import hashlib
+    from ..gguf_kv import read_fields
 
-    gguf = require("gguf")
-    reader = gguf.GGUFReader(path)
-    out: dict[str, tuple[Any, str]] = {}
-    for name, field in reader.fields.items():
-        kinds = [t.name for t in field.types]
-        kind = (kinds[0] + "".join(f"[{k}]" for k in kinds[1:])) if kinds else "?"
-        out[name] = (field.contents(), kind)
-    tensors = {t.name: tuple(int(x) for x in t.shape) for t in reader.tensors}
-    digest = None if tensors else hashlib.sha256(memoryview(reader.data)).hexdigest()
-    return out, tensors, digest
+    require("gguf")  # the missing-package error names the extra; the reader falls back on it
+    return read_fields(path)
 
 
 def read_gguf_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:

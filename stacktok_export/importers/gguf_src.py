@@ -26,9 +26,9 @@ from typing import Any
 
 from stacktok_export.export.bytelevel import from_chars
 
+from ..gguf_kv import GGUFFormatError, read_kv
 from ..pretypes import pre_type
 from .common import ImportRefused, merge_ids, vocabulary
-from .gguf_kv import GGUFFormatError, read_kv
 
 _NORMAL, _UNKNOWN, _CONTROL, _USER, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
 _MODELS = {
