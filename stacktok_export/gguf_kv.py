@@ -4,7 +4,8 @@ gguf-py's ``GGUFReader`` keeps a numpy view of every part of every field: on the
 tokens and 280,147 merges of Llama-3 that is ~30 s on this machine. A tokenizer needs only the
 header's strings and small arrays, so :func:`read_kv` walks the header once with ``struct``
 (string arrays as ``list[bytes]``, numeric arrays as ``numpy`` arrays) and stops at the first
-tensor description. tests/test_import.py checks it field by field against ``GGUFReader``.
+tensor description. tests/test_import.py and tests/test_gguf_reader.py check it field by field
+against ``GGUFReader``.
 
 :func:`read_fields` is the same walk shaped as gguf-py's reader answers (``{key: (contents,
 type name)}`` with its ``GGUF.*`` pseudo-fields, tensor shapes), for the gate: it answers the

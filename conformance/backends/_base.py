@@ -59,34 +59,33 @@ class BaseBackend:
 
     def stream(self, ids: Sequence[int]) -> list[str]:
         """One text delta per token, then a final flush."""
-        decode = self._window_decoder()
+        window = tuple(ids)  # slices of a tuple are the memo's keys as they are
         if self.decode_exact:
-            return byte_stream(decode, ids)
-        return text_stream(lambda chunk: decode(chunk).decode("utf-8"), ids)
+            return byte_stream(self._remembered("bytes", self.decode_bytes), window)
+        return text_stream(self._remembered("text", lambda w: self.decode_bytes(w).decode("utf-8")), window)
 
-    def _window_decoder(self):
-        """``decode_bytes`` remembered for short windows (the streams' one- and two-token calls).
+    def _remembered(self, kind: str, decode):
+        """``decode`` remembered for short windows (the streams' one- and two-token calls).
 
         A stream decodes one or two windows per token, and nearly all of them are a token or
         two long and recur across probes: remembering those removes most of the library calls
         (the gate's slowest rows were these). Decoding is a pure function of the ids in every
-        library adapted here; longer windows always call the library.
+        library adapted here; longer windows always call the library (with a list, as the
+        other operations do).
         """
-        memo = self.__dict__.setdefault("_decoded_windows", {})
+        memo = self.__dict__.setdefault("_decoded_windows", {}).setdefault(kind, {})
         if len(memo) > _MEMO_LIMIT:
             memo.clear()
-        decode_bytes = self.decode_bytes
 
-        def decode(window: Sequence[int]) -> bytes:
+        def remembered(window: tuple[int, ...]):
             if len(window) > _MEMO_WINDOW:
-                return decode_bytes(window)
-            key = tuple(window)
-            out = memo.get(key)
+                return decode(list(window))
+            out = memo.get(window)
             if out is None:
-                out = memo[key] = decode_bytes(window)
+                out = memo[window] = decode(list(window))
             return out
 
-        return decode
+        return remembered
 
     def __repr__(self) -> str:
         return f"<{self.name} {self.version}>"
@@ -95,7 +94,7 @@ class BaseBackend:
 def byte_stream(decode_bytes, ids: Sequence[int]) -> list[str]:
     """Plain byte accumulation: emit only complete UTF-8 characters."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    pieces = [decoder.decode(decode_bytes([i])) for i in ids]
+    pieces = [decoder.decode(decode_bytes((i,))) for i in ids]
     pieces.append(decoder.decode(b"", final=True))
     return pieces
 

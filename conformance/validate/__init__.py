@@ -29,8 +29,8 @@ checked (only files that exist), one module each:
 - ``tiktoken_file``: ``*.tiktoken``: ``<base64> <rank>`` lines, strict base64,
   unique ranks and tokens, ranks ``0..n-1``, all 256 single bytes (tiktoken
   asserts or panics);
-- ``gguf_file``: ``*.gguf`` (when ``gguf`` is installed): readable by
-  ``gguf.GGUFReader``, token list, token types and merges of the right types and
+- ``gguf_file``: ``*.gguf`` (when ``gguf`` is installed): readable as
+  ``gguf.GGUFReader`` reads it, token list, token types and merges of the right types and
   lengths;
 - ``directory``: :func:`validate_directory`, the order and the one read per file;
   ``files``: :class:`Validated` / :class:`ReadFile`, what it returns.

@@ -1,4 +1,8 @@
-"""``*.gguf``: readable by ``gguf.GGUFReader``, tokenizer arrays of the right types and lengths.
+"""``*.gguf``: readable as ``gguf.GGUFReader`` reads it, tokenizer arrays of the right types and lengths.
+
+The read is ``stacktok_export.gguf_kv.read_fields``: one walk of the header giving
+``GGUFReader``'s answer (tested field by field against it), which hands any file it does not
+find ordinary to ``GGUFReader`` itself -- so a broken file fails with the library's complaint.
 
 :func:`read_gguf_checked` reads the fields once, through the gate's one shared GGUF read
 (``conformance.core.layout.gguf_fields``, cached per file version, so the static checks and
