@@ -308,3 +308,33 @@ def test_qwen2s_ordinary_eos_text_is_declared_where_llama_cpp_promotes_it(models
     ]
     assert (row["status"], row["declared"]) == ("pass", 1), row  # the plain probe agrees outright
     assert "</s>" not in tok.special_to_id and len(tok.encode("</s>")) > 1  # text to the reference
+
+
+@pytest.mark.llama_vocab
+def test_fuzz_declares_qwen2s_promoted_eos_text_like_the_gate(models, tmp_path) -> None:
+    """Fuzz applies the gate's control_text rule: llama.cpp's trusted '</s>' -> 128247 (the
+    ordinary token it promotes) is declared; any other difference on the same text is not."""
+    from conformance import fuzz
+    from conformance.backends import load_backend
+    from conformance.core.declared import Declarations
+    from conformance.core.fixtures import FixtureSet
+    from conformance.core.layout import Exports
+
+    artifact, directory, _, tok = original_dir(models, "qwen2", tmp_path)
+    backend = load_backend("llama.cpp", Exports.discover(directory, artifact=artifact))
+    decl = fuzz.UnicodeDeclarations.for_backend(Declarations(FixtureSet.load().divergences, tok), backend)
+    oracle = fuzz.Oracle(backend, tok, decl)
+    ex = fuzz.Example(0, "specials", "say </s> now", (fuzz.TRUSTED,))
+    obs = oracle.observe(ex.text, fuzz.TRUSTED)
+    assert obs is not None and 128247 in obs.ids and 128247 not in tok.encode(ex.text, allowed_special="all")
+    assert fuzz._classify(oracle, ex, fuzz.TRUSTED, obs).declared == "llama.cpp-control-text"
+
+    class OneMore:  # the promoted id and one id too many: not what the promotion explains
+        name, version, capabilities = backend.name, backend.version, backend.capabilities
+
+        def encode(self, text, *, allow_special):
+            return [*backend.encode(text, allow_special=allow_special), 0]
+
+    odd = fuzz.Oracle(OneMore(), tok, fuzz.UnicodeDeclarations.for_backend(decl.declarations, OneMore()))
+    obs = odd.observe(ex.text, fuzz.TRUSTED)
+    assert fuzz._classify(odd, ex, fuzz.TRUSTED, obs).declared is None

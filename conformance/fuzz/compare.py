@@ -14,7 +14,7 @@ kept (``conformance.fuzz.minimize``).
 
 from __future__ import annotations
 
-from conformance.fuzz.examples import Example
+from conformance.fuzz.examples import TRUSTED, Example
 from conformance.fuzz.oracle import Observation, Oracle
 from conformance.fuzz.results import BackendRun, Raw
 
@@ -23,9 +23,13 @@ Batch = list[tuple[Example, dict[str, list[int]]]]
 
 
 def _classify(oracle: Oracle, ex: Example, mode: str, obs: Observation) -> Raw:
+    if mode == TRUSTED and obs.kind == "ids" and (control := oracle.decl.control_text_for(ex.text)):
+        return Raw(ex.index, ex.generator, mode, obs.kind, ex.text, ex.text, control)
     stripped = oracle.decl.strip(ex.text)
     if stripped != ex.text:
         again = oracle.observe(stripped, mode)
+        if again is not None and mode == TRUSTED and again.kind == "ids":
+            again = None if oracle.decl.control_text_for(stripped) else again
         if again is None:
             return Raw(
                 ex.index,
