@@ -12,7 +12,8 @@ type name)}`` with its ``GGUF.*`` pseudo-fields, tensor shapes), for the gate: i
 ordinary well-formed file itself and hands every other file to ``GGUFReader``, so a file the
 library refuses is refused with the library's words and an odd one is read the library's way.
 
-Out of scope: tensor data, big-endian files, GGUF v1 (refused as :class:`GGUFFormatError`).
+Out of scope: tensor data; big-endian files and GGUF v1 (:func:`read_kv` refuses them as
+:class:`GGUFFormatError`, :func:`read_fields` hands them to ``GGUFReader``).
 """
 
 from __future__ import annotations
@@ -79,18 +80,22 @@ class _Cursor:
         return self.take(_SCALARS[vtype])
 
 
+def _header(buf: Any) -> tuple[_Cursor, int, int, int]:
+    """A cursor past the fixed header, and its version, tensor count and key count."""
+    if buf[:4] != b"GGUF":
+        raise GGUFFormatError("no GGUF magic at the start of the file")
+    cur = _Cursor(buf)
+    cur.pos = 4
+    version = cur.take("<I")
+    if version not in (2, 3):
+        raise GGUFFormatError(f"GGUF version {version} (this reader knows 2 and 3, little-endian)")
+    return cur, version, cur.take("<Q"), cur.take("<Q")
+
+
 def read_kv(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Every metadata key of a GGUF file -> its value (strings as ``bytes``)."""
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        if buf[:4] != b"GGUF":
-            raise GGUFFormatError("no GGUF magic at the start of the file")
-        cur = _Cursor(buf)
-        cur.pos = 4
-        version = cur.take("<I")
-        if version not in (2, 3):
-            raise GGUFFormatError(f"GGUF version {version} (this reader knows 2 and 3, little-endian)")
-        cur.take("<Q")  # tensor count
-        n_kv = cur.take("<Q")
+        cur, _, _, n_kv = _header(buf)
         out: dict[str, Any] = {}
         try:
             for _ in range(n_kv):
@@ -121,7 +126,7 @@ def read_fields(path: str | os.PathLike[str]) -> tuple[Fields, Shapes, str | Non
     bytes only for a file without tensors (a vocab-only GGUF; None beside gigabytes of weights).
 
     Equal to what ``gguf.GGUFReader(path)`` gives through ``field.contents()``, ``field.types``
-    and ``tensor.shape`` -- checked against it on every GGUF the tests have (tests/test_import.py).
+    and ``tensor.shape`` -- checked against it field by field (tests/test_gguf_reader.py).
     A file this walk does not find ordinary (big-endian, nested arrays, a duplicate key or tensor,
     a tensor type gguf-py does not know, data past the end, any decoding error) is read by
     ``GGUFReader`` itself, which raises its own error or gives its own answer.
@@ -144,16 +149,9 @@ def read_fields(path: str | os.PathLike[str]) -> tuple[Fields, Shapes, str | Non
 
 
 def _ordinary(buf: Any) -> tuple[Fields, Shapes, str | None]:
-    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+    from gguf.constants import GGML_QUANT_SIZES, GGUF_DEFAULT_ALIGNMENT, GGMLQuantizationType
 
-    if buf[:4] != b"GGUF":
-        raise _NotOrdinary
-    cur = _Cursor(buf)
-    cur.pos = 4
-    version = cur.take("<I")
-    if version not in (2, 3):
-        raise _NotOrdinary
-    n_tensors, n_kv = cur.take("<Q"), cur.take("<Q")
+    cur, version, n_tensors, n_kv = _header(buf)  # GGUFFormatError (a ValueError): the library's turn
     fields: dict[str, tuple[Any, str]] = {
         "GGUF.version": (version, "UINT32"),
         "GGUF.tensor_count": (n_tensors, "UINT64"),
@@ -169,7 +167,7 @@ def _ordinary(buf: Any) -> tuple[Fields, Shapes, str | None]:
         name = cur.string().decode("utf-8")
         dims = tuple(cur.take("<Q") for _ in range(cur.take("<I")))
         infos.append((name, dims, cur.take("<I"), cur.take("<Q")))
-    align = 32
+    align = GGUF_DEFAULT_ALIGNMENT
     if "general.alignment" in fields:
         value, kind = fields["general.alignment"]
         if kind != "UINT32" or value == 0 or value & (value - 1):
