@@ -163,14 +163,17 @@ def row_flags(session: nox.Session):
 def resolve_row(session: nox.Session, package: str, value: str, index: tuple[str, ...]):
     """The exact version of one row, resolved before anything is installed; logged."""
     versions = _versions()
+    installable = package not in ON_CPU_TORCH  # their GPU dependencies are overridden at install time
     try:
         if value == "latest" or not any(c in value for c in "<>~"):
-            resolved = versions.resolve(package, value, index=index, python=PYTHON)
-        else:  # a default range such as transformers>=4.57,<4.58: its newest release, now
-            version = versions.latest_version(value, index=index, python=PYTHON)
+            resolved = versions.resolve(package, value, index=index, python=PYTHON, installable=installable)
+        else:  # a default range such as transformers>=4.57,<4.58: its newest installable release, now
+            version = versions.latest_version(value, index=index, python=PYTHON, installable=installable)
             resolved = versions.Resolved(package, value, version, f"{package}=={version}")
     except versions.VersionError as exc:
         session.error(str(exc))
+    if resolved.newest:
+        session.log(f"{package} {resolved.newest} is newer, but its dependencies are not all on this index: passed over")
     session.log(f"{package}: {value} resolves to {resolved.version} (installing {resolved.requirement})")
     return resolved
 

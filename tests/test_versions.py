@@ -18,12 +18,13 @@ from conformance.matrix.versions import Resolved, VersionError, parse_flags, res
 from .conftest import need
 
 
-def tiny_wheel(directory: Path, name: str, version: str) -> Path:
-    """A valid, empty pure-Python wheel ``name==version`` (metadata only)."""
+def tiny_wheel(directory: Path, name: str, version: str, *, requires: tuple[str, ...] = ()) -> Path:
+    """A valid, empty pure-Python wheel ``name==version`` (metadata only), depending on ``requires``."""
     path = directory / f"{name}-{version}-py3-none-any.whl"
     info = f"{name}-{version}.dist-info"
+    deps = "".join(f"Requires-Dist: {r}\n" for r in requires)
     with zipfile.ZipFile(path, "w") as z:
-        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{deps}")
         z.writestr(
             f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
         )
@@ -83,6 +84,24 @@ def test_latest_is_resolved_now_and_follows_a_new_release_on_the_index(tmp_path:
     tiny_wheel(tmp_path, "tiktoken", "0.13.1")  # "released this morning"
     assert resolve("tiktoken", "latest", index=index).version == "0.13.1"
     assert versions.latest_version("tiktoken<0.13.1", index=index) == "0.13.0"
+
+
+def test_latest_passes_over_a_release_whose_dependencies_the_index_lacks(tmp_path: Path) -> None:
+    """transformers 5.25.0 reached the mirror before kernels>=0.19.1 did: `latest` is what installs."""
+    need("uv", "test")
+    tiny_wheel(tmp_path, "transformers", "5.24.0", requires=("kernels>=0.17",))
+    tiny_wheel(tmp_path, "transformers", "5.25.0", requires=("kernels>=0.19.1",))
+    tiny_wheel(tmp_path, "kernels", "0.17.2")
+    index = parse_flags(["--find-links", str(tmp_path), "--no-index"]).index
+    got = resolve("transformers", "latest", index=index)
+    assert (got.version, got.requirement, got.newest) == ("5.24.0", "transformers==5.24.0", "5.25.0")
+    assert resolve("transformers", "latest", index=index, installable=False).version == "5.25.0"
+    tiny_wheel(tmp_path, "kernels", "0.19.1")  # the dependency arrives: the newest release is installable
+    assert resolve("transformers", "latest", index=index) == Resolved(
+        "transformers", "latest", "5.25.0", "transformers==5.25.0"
+    )
+    tiny_wheel(tmp_path, "transformers", "5.26.0", requires=("nothing-provides-this",))
+    assert resolve("transformers", "latest", index=index).version == "5.25.0"
 
 
 def test_latest_of_a_package_the_index_lacks_says_so(tmp_path: Path) -> None:

@@ -3,10 +3,15 @@
 ``nox -s conformance -- --transformers 5.25.0 --vllm latest`` names backend packages
 (:data:`PACKAGES`); each value is an exact version, ``latest`` or a path to a wheel file.
 :func:`resolve` turns a value into one exact version *before* anything is installed:
-``latest`` asks the package index at run time (``uv pip compile --no-deps``, with the
+``latest`` asks the package index at run time (``uv pip compile``, with the
 same ``--index-url`` / ``--find-links`` / ``--no-index`` flags the install then gets), and
 the row installs ``name==version``, so a reused environment can never answer with the
-version it already holds.
+version it already holds. ``latest`` is the newest release *whose dependencies the index can
+satisfy*, what ``pip install name`` would give a user of that index: a release published before
+its own dependencies reach a mirror (transformers 5.25.0 needs ``kernels>=0.19.1``) is passed
+over, and :attr:`Resolved.newest` names it so the row's log says which release was skipped.
+Packages installed over the CPU torch wheel resolve with ``installable=False`` (``--no-deps``):
+their GPU dependencies are overridden at install time, not judged here.
 
 :func:`cpu_overrides` keeps the CPU torch wheel this machine kind has on disk for the
 rows that need torch (vLLM, TRL): uv overrides pin ``torch`` to that file and drop the
@@ -62,6 +67,7 @@ class Resolved:
     value: str  # what was asked: a version, "latest" or a wheel path
     version: str  # the exact version that will be installed
     requirement: str  # what to install: ``name==version`` or the wheel path
+    newest: str | None = None  # for ``latest``: a newer release passed over (its dependencies are not on the index)
 
     @property
     def slot(self) -> str:
@@ -110,7 +116,9 @@ def wheel_version(path: Path, package: str) -> str:
     return parts[1]
 
 
-def resolve(package: str, value: str, *, index: tuple[str, ...] = (), python: str = "3.11") -> Resolved:
+def resolve(
+    package: str, value: str, *, index: tuple[str, ...] = (), python: str = "3.11", installable: bool = True
+) -> Resolved:
     """One exact version for ``--package value``; ``latest`` asks the index now (uv pip compile)."""
     if package not in PACKAGES:
         raise VersionError(f"unknown backend package {package!r}; choose from {', '.join(PACKAGES)}")
@@ -118,8 +126,10 @@ def resolve(package: str, value: str, *, index: tuple[str, ...] = (), python: st
         path = Path(value).resolve()
         return Resolved(package, value, wheel_version(path, package), str(path))
     if value == LATEST:
-        version = latest_version(package, index=index, python=python)
-    elif _VERSION.match(value):
+        newest = latest_version(package, index=index, python=python, installable=False)
+        version = latest_version(package, index=index, python=python) if installable else newest
+        return Resolved(package, value, version, f"{package}=={version}", None if version == newest else newest)
+    if _VERSION.match(value):
         version = value
     else:
         raise VersionError(
@@ -128,12 +138,24 @@ def resolve(package: str, value: str, *, index: tuple[str, ...] = (), python: st
     return Resolved(package, value, version, f"{package}=={version}")
 
 
-def latest_version(requirement: str, *, index: tuple[str, ...] = (), python: str = "3.11") -> str:
-    """The newest release matching ``requirement`` on the index, resolved right now (never cached)."""
-    cmd = [uv_binary(), "pip", "compile", "--no-deps", "--no-header", "--no-annotate", "--quiet"]
-    cmd += ["--refresh-package", requirement_name(requirement), *index, "--python-version", python, "-"]
-    out = subprocess.run(cmd, input=requirement + "\n", capture_output=True, text=True, check=False)
+def latest_version(
+    requirement: str, *, index: tuple[str, ...] = (), python: str = "3.11", installable: bool = True
+) -> str:
+    """The newest release matching ``requirement`` on the index, resolved right now (never cached).
+
+    ``installable`` (the default) resolves its dependencies too, so the answer is the newest
+    release that can be installed from this index; if no release resolves with its
+    dependencies, the newest release alone is the answer and the install says why it fails.
+    """
     name = requirement_name(requirement)
+    cmd = [uv_binary(), "pip", "compile", "--no-header", "--no-annotate", "--quiet"]
+    cmd += ["--refresh-package", name, *index, "--python-version", python, "-"]
+    out = None
+    if installable:
+        out = subprocess.run(cmd, input=requirement + "\n", capture_output=True, text=True, check=False)
+    if out is None or out.returncode != 0:
+        cmd.insert(3, "--no-deps")
+        out = subprocess.run(cmd, input=requirement + "\n", capture_output=True, text=True, check=False)
     for line in out.stdout.splitlines():
         left, sep, version = line.strip().partition("==")
         if sep and _norm(left) == name:
