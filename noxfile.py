@@ -173,7 +173,7 @@ def resolve_row(session: nox.Session, package: str, value: str, index: tuple[str
     except versions.VersionError as exc:
         session.error(str(exc))
     if resolved.newest:
-        session.log(f"{package} {resolved.newest} is newer, but its dependencies are not all on this index: passed over")
+        session.log(f"{package} {resolved.newest} passed over: its dependencies are not on this index")
     session.log(f"{package}: {value} resolves to {resolved.version} (installing {resolved.requirement})")
     return resolved
 

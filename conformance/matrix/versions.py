@@ -67,7 +67,7 @@ class Resolved:
     value: str  # what was asked: a version, "latest" or a wheel path
     version: str  # the exact version that will be installed
     requirement: str  # what to install: ``name==version`` or the wheel path
-    newest: str | None = None  # for ``latest``: a newer release passed over (its dependencies are not on the index)
+    newest: str | None = None  # for ``latest``: a newer release passed over (dependencies not on the index)
 
     @property
     def slot(self) -> str:
@@ -128,7 +128,8 @@ def resolve(
     if value == LATEST:
         newest = latest_version(package, index=index, python=python, installable=False)
         version = latest_version(package, index=index, python=python) if installable else newest
-        return Resolved(package, value, version, f"{package}=={version}", None if version == newest else newest)
+        passed_over = None if version == newest else newest
+        return Resolved(package, value, version, f"{package}=={version}", passed_over)
     if _VERSION.match(value):
         version = value
     else:
