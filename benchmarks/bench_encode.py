@@ -18,7 +18,11 @@ Cases (issue 24):
   the second half (B), also in 50 KB documents: the pre-token cache is warm for the
   distribution, but no text repeats (caches are cleared and A re-encoded before each run);
 - ``degenerate``: ``"a" * 1_000_000``, the case a ``str.replace`` pass collapses at once;
-  shown for the record, it says nothing about real inputs.
+  shown for the record, it says nothing about real inputs;
+- ``floor``: the ceiling of this design on the second half (B), not a target: the regex split
+  alone (``findall`` with the artifact's pattern, no BPE, no ids) and B encoded once every
+  pre-token of B is already cached (split + cache lookups + concatenation), each as a speed
+  ratio to tiktoken's whole encode of B. ``warm-new`` can never beat the second figure.
 
 Pre-token rows report ``ours / tiktoken`` *time* (lower is better; target <= 3x); text rows
 report ``ours / tiktoken`` *speed* (higher is better; targets cold >= 0.35x, warm-new >= 0.5x).
@@ -136,6 +140,16 @@ class Bench:
         theirs = best_of(lambda: self._encode(docs, self.enc.encode_ordinary), self.repeat)
         return self._row(label, _size(docs), ours, theirs, "speed", self.repeat)
 
+    def floor(self, docs: list[str]) -> None:
+        """The split alone, and encode with every pre-token cached: what no cache can beat."""
+        self.same_ids("floor", docs)
+        theirs = best_of(lambda: self._encode(docs, self.enc.encode_ordinary), self.repeat)
+        split = best_of(lambda: self._encode(docs, self.tok._split), self.repeat)
+        self._row("floor: split only", _size(docs), split, theirs, "speed", self.repeat)
+        self._encode(docs, self.tok.encode)  # every pre-token of docs is now cached
+        cached = best_of(lambda: self._encode(docs, self.tok.encode), self.repeat)
+        self._row("floor: all cached", _size(docs), cached, theirs, "speed", self.repeat)
+
     @staticmethod
     def _encode(docs: list[str], fn: Callable[[str], list[int]]) -> None:
         for doc in docs:
@@ -167,7 +181,7 @@ def _size(docs: list[str]) -> int:
 
 
 GENERATORS = {"letters": random_letters, "mixed": random_mixed, "base64": base64_blob}
-CASES = ("letters", "mixed", "base64", "cold", "warm-new", "degenerate")
+CASES = ("letters", "mixed", "base64", "cold", "warm-new", "degenerate", "floor")
 
 
 def run(bench: Bench, *, only: set[str], skip_10x: bool) -> dict[str, float]:
@@ -195,6 +209,8 @@ def run(bench: Bench, *, only: set[str], skip_10x: bool) -> dict[str, float]:
         )
     if "degenerate" in only:
         bench.pretoken("degenerate a*1M", "a" * MB)
+    if "floor" in only:
+        bench.floor(documents(text[half:], DOC_CHARS))
     return scaling
 
 
