@@ -168,8 +168,9 @@ def resolve_row(session: nox.Session, package: str, value: str, index: tuple[str
         if value == "latest" or not any(c in value for c in "<>~"):
             resolved = versions.resolve(package, value, index=index, python=PYTHON, installable=installable)
         else:  # a default range such as transformers>=4.57,<4.58: its newest installable release, now
-            version = versions.latest_version(value, index=index, python=PYTHON, installable=installable)
-            resolved = versions.Resolved(package, value, version, f"{package}=={version}")
+            resolved = versions.resolve_newest(
+                package, value, value=value, index=index, python=PYTHON, installable=installable
+            )
     except versions.VersionError as exc:
         session.error(str(exc))
     if resolved.newest:

@@ -102,6 +102,8 @@ def test_latest_passes_over_a_release_whose_dependencies_the_index_lacks(tmp_pat
     )
     tiny_wheel(tmp_path, "transformers", "5.26.0", requires=("nothing-provides-this",))
     assert resolve("transformers", "latest", index=index).version == "5.25.0"
+    in_range = versions.resolve_newest("transformers", "transformers>=5,<5.27", value="5.x", index=index)
+    assert (in_range.version, in_range.newest, in_range.value) == ("5.25.0", "5.26.0", "5.x")
 
 
 def test_latest_of_a_package_the_index_lacks_says_so(tmp_path: Path) -> None:

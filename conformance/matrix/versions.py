@@ -126,10 +126,9 @@ def resolve(
         path = Path(value).resolve()
         return Resolved(package, value, wheel_version(path, package), str(path))
     if value == LATEST:
-        newest = latest_version(package, index=index, python=python, installable=False)
-        version = latest_version(package, index=index, python=python) if installable else newest
-        passed_over = None if version == newest else newest
-        return Resolved(package, value, version, f"{package}=={version}", passed_over)
+        return resolve_newest(
+            package, package, value=LATEST, index=index, python=python, installable=installable
+        )
     if _VERSION.match(value):
         version = value
     else:
@@ -137,6 +136,23 @@ def resolve(
             f"--{package} {value!r}: give an exact version (e.g. 5.25.0), 'latest' or a path to a .whl"
         )
     return Resolved(package, value, version, f"{package}=={version}")
+
+
+def resolve_newest(
+    package: str,
+    requirement: str,
+    *,
+    value: str,
+    index: tuple[str, ...] = (),
+    python: str = "3.11",
+    installable: bool = True,
+) -> Resolved:
+    """The newest (installable) release of ``requirement`` -- ``package`` itself or a range such
+    as ``transformers>=4.57,<4.58`` -- with the newer release it passed over, if any."""
+    newest = latest_version(requirement, index=index, python=python, installable=False)
+    version = latest_version(requirement, index=index, python=python) if installable else newest
+    passed_over = None if version == newest else newest
+    return Resolved(package, value, version, f"{package}=={version}", passed_over)
 
 
 def latest_version(
