@@ -64,6 +64,29 @@ def stdlib_text(max_bytes: int) -> str:
     return "".join(parts)[:max_bytes]
 
 
+@pytest.fixture(autouse=True)
+def every_gate_report_follows_the_schema(monkeypatch) -> None:
+    """Each ``--json`` report any test's in-process gate run writes is validated against the shipped
+    schema as it is written (:func:`tests.helpers.gate.check_report`): the gate's own ``to_json``
+    is wrapped, so a test that reads its report with plain ``json.loads`` is covered too. Reports
+    from child processes are checked where they are read (``run_gate(process=True)``, the
+    action's step in tests/test_hooks.py)."""
+    import json
+
+    from conformance.gate import command
+
+    from .helpers.gate import check_report
+
+    written = command.to_json
+
+    def checked(doc):
+        text = written(doc)
+        check_report(json.loads(text), where="the gate's --json report")
+        return text
+
+    monkeypatch.setattr(command, "to_json", checked)
+
+
 @pytest.fixture(scope="session")
 def shipped_tok() -> StackTokenizer:
     if SHIPPED.parent != ROOT / "tokenizer":  # default_artifact_path() fell back to the packaged copy

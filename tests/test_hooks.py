@@ -28,6 +28,7 @@ from packaging.requirements import Requirement
 
 from stacktok_cli.hooks import TOKENIZER_FILES, split_files
 
+from .helpers.gate import check_report
 from .helpers.paths import ROOT, SHIPPED_HF
 
 MANIFEST = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
@@ -198,7 +199,9 @@ def test_action_gate_step_writes_the_summary_and_reports(scratch: dict[str, Path
     assert passed["code"] == 0 and passed["outputs"]["exit-code"] == "0", passed["log"]
     md = (tmp_path / "stacktok-reports" / "report.md").read_text(encoding="utf-8")
     assert md.strip() and md in passed["summary"]
-    assert json.loads((tmp_path / "stacktok-reports" / "report.json").read_text())["exit_code"] == 0
+    report = json.loads((tmp_path / "stacktok-reports" / "report.json").read_text())
+    check_report(report, where="the action's report.json")
+    assert report["exit_code"] == 0
     assert "<testsuite" in (tmp_path / "stacktok-reports" / "junit.xml").read_text()
     broken = tmp_path / "broken"
     shutil.copytree(SHIPPED_HF, broken)

@@ -230,6 +230,47 @@ def test_only_tokenizer_and_config_files_are_fetched() -> None:
     assert fetched == set(repo[:10])
 
 
+def test_every_report_names_the_repo_and_commit(hub_cache, no_network, gate_files, tmp_path) -> None:
+    """The terminal, the Markdown (the job summary) and the HTML say which commit was checked."""
+    md, page = tmp_path / "gate.md", tmp_path / "gate.html"
+    run = run_gate(
+        f"{REPO}@v1", "--markdown", str(md), "--html", str(page), data=gate_files, backends="reference"
+    )
+    assert run.code == 0, run.stderr
+    named = f"{REPO}@v1 (commit {V1})"
+    assert run.stdout.startswith(f"checked: {named}\n")
+    assert f"Checked: `{named}`" in md.read_text(encoding="utf-8")
+    assert f'<code id="directory">{named}</code>' in page.read_text(encoding="utf-8")
+    local = run_gate(SHIPPED_HF, "--markdown", str(md), data=gate_files, backends="reference")
+    assert not local.stdout.startswith("checked:")  # a typed path is not echoed back
+    assert f"Checked: `{SHIPPED_HF}`" in md.read_text(encoding="utf-8")
+
+
+def test_online_the_hub_is_asked_for_tokenizer_and_config_files_only(hub_cache, monkeypatch) -> None:
+    """Without ``HF_HUB_OFFLINE`` a branch is asked of the Hub, with ``allow_patterns`` (and the
+    ``--gguf`` file only when named): huggingface_hub's ``snapshot_download`` is replaced by a
+    recorder answering with the hand-built snapshot, so nothing leaves the machine."""
+    import huggingface_hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    calls: list[dict] = []
+    snap = hub_cache / "models--acme--stack100m" / "snapshots" / V1
+
+    def recorder(repo_id, **kwargs):
+        calls.append({"repo_id": repo_id, **kwargs})
+        return str(snap)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", recorder)
+    target = resolve_target(f"{REPO}@v1")
+    assert target.commit == V1 and len(calls) == 1
+    assert calls[0]["repo_id"] == REPO and calls[0]["revision"] == "v1"
+    assert calls[0]["allow_patterns"] == list(ALLOW_PATTERNS) and not calls[0]["local_files_only"]
+    resolve_target(f"{REPO}@v1", gguf=GGUF.name)
+    assert calls[1]["allow_patterns"] == [*ALLOW_PATTERNS, GGUF.name]
+    resolve_target(f"{REPO}@{V1}")  # a commit never moves: the cache is asked first
+    assert calls[2]["local_files_only"] is True
+
+
 def test_fuzz_and_audit_take_a_hub_id_too(hub_cache, no_network, tmp_path) -> None:
     """``stacktok fuzz org/name`` and ``stacktok audit org/name`` check the cached snapshot."""
     import argparse

@@ -122,3 +122,38 @@ def test_python_blocks_run(index: int, monkeypatch) -> None:
             assert not [i for i in scope["ids"] if i >= 32759], f"{part[:40]!r}: a control token"
         if "render_conversation(messages" in part:  # typed <|end|> stays bytes: one <|end|> per turn
             assert scope["ids"].count(32765) == len(scope["messages"]), scope["ids"]
+
+
+def _setup_prose() -> str:
+    """The README's text between set-up command 2 and the first-run note: what command 2 needs."""
+    return README[README.index("What command 2 needs") : README.index("The first test run builds")]
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    """Set-up command 2 is what CI runs, and every session it names is a nox session."""
+    command2 = next(line for _, body in BLOCKS for line in body.splitlines() if "nox -s tests" in line)
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert command2.strip() in ci.splitlines()[-1], (command2, ci)
+    named = command2.split("nox -s", 1)[1].split()
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    defined = set(re.findall(r"@nox\.session\([^\n]*\n(?:@nox\.parametrize[^\n]*\n)?def (\w+)\(", noxfile))
+    assert named and set(named) <= defined, set(named) - defined
+    assert {"extras", "lint", "hooks", "plugin"} <= set(named)
+
+
+def test_setup_command_2_lists_what_it_needs() -> None:
+    """The toolchain, the CPU torch wheel (the version the noxfile installs), root for Chromium (what
+    ``ensure_chromium`` runs), disk, Linux only -- and no session of command 2 called 'outside' it."""
+    prose = _setup_prose()
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert "C/C++ toolchain and cmake" in prose and "apt-get install -y build-essential cmake" in prose
+    torch = set(re.findall(r'"torch==([\d.]+)"', noxfile))
+    assert len(torch) == 1 and f"torch=={torch.pop()}+cpu" in prose, "the README names another torch"
+    assert '"install", "-y", "-q", "chromium"' in noxfile and "root, for Chromium" in prose
+    assert "apt-get install -y chromium" in prose
+    assert re.search(r"disk: about [\d.]+ GB", prose)
+    assert "Linux x86-64 only" in prose and "macOS and Windows are not run" in prose
+    command2 = next(line for _, body in BLOCKS for line in body.splitlines() if "nox -s tests" in line)
+    outside = prose.split("Outside command 2", 1)[1] if "Outside command 2" in prose else ""
+    called_outside = set(re.findall(r"nox -s (\w+)", outside))
+    assert not called_outside & set(command2.split("nox -s", 1)[1].split()), called_outside

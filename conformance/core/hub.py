@@ -75,10 +75,16 @@ class Target:
         }
 
     def describe(self) -> str:
-        """``DIR`` or ``org/name@revision (commit)``, for a progress line."""
-        if self.repo is None:
-            return str(self.directory)
-        return f"{self.repo}@{self.revision} (commit {self.commit})"
+        """``DIR`` or ``org/name@revision (commit C)``: what a message or report says was checked."""
+        return describe_inputs(self.to_json())
+
+
+def describe_inputs(inputs: dict[str, Any]) -> str:
+    """The words for a report's ``inputs`` (:meth:`Target.to_json`): the directory, or
+    ``org/name@revision (commit C)`` for a Hub id."""
+    if inputs["kind"] != "hub":
+        return inputs["directory"]
+    return f"{inputs['repo']}@{inputs['revision']} (commit {inputs['commit']})"
 
 
 def resolve_target(arg: str | os.PathLike[str], *, gguf: str | None = None) -> Target:

@@ -23,7 +23,7 @@ from typing import Any
 
 from conformance.backends import REGISTRY, backend_list
 from conformance.checks.runner import BackendResult
-from conformance.core.hub import Target
+from conformance.core.hub import Target, describe_inputs
 from conformance.core.rows import (
     Row,
     excluded_by_name,
@@ -73,10 +73,12 @@ def write_reports(args: argparse.Namespace, doc: dict[str, Any], rows: Sequence[
         write_text_atomic(args.json, to_json(doc))
     if args.junit:
         write_text_atomic(args.junit, to_junit(rows, seconds=seconds))
+    checked = describe_inputs(doc["inputs"])
     if args.markdown:
-        write_text_atomic(args.markdown, to_markdown(rows, verdict=doc["verdict"], versions=doc["versions"]))
+        md = to_markdown(rows, verdict=doc["verdict"], versions=doc["versions"], checked=checked)
+        write_text_atomic(args.markdown, md)
     if args.html:
-        page = to_html(rows, verdict=doc["verdict"], versions=doc["versions"], directory=doc["directory"])
+        page = to_html(rows, verdict=doc["verdict"], versions=doc["versions"], directory=checked)
         write_text_atomic(args.html, page)
 
 
@@ -101,6 +103,8 @@ def run_gate(args: argparse.Namespace) -> int:
     doc = gate_document(args, run, rows, results, code=code)
     seconds = time.perf_counter() - start
     doc["run"] = run_metadata(started=started, seconds=seconds)
+    if doc["inputs"]["kind"] == "hub":  # a typed path needs no echo; a Hub id names a commit
+        print(f"checked: {describe_inputs(doc['inputs'])}")
     print(render_table(rows))
     timing = ", ".join(f"{r.name} {r.seconds:.1f}s" for r in results if r.status in ("ok", "diverged"))
     if run.excluded:

@@ -192,7 +192,8 @@ def findings_html(rows: Sequence[Row]) -> str:
 
 
 def to_html(rows: Sequence[Row], *, verdict: str, versions: dict[str, str], directory: str) -> str:
-    """One self-contained, deterministic HTML page: verdict, grid, findings."""
+    """One self-contained, deterministic HTML page: verdict, what was checked (``directory``: the
+    path, or ``org/name@revision (commit ...)`` for a Hub id), grid, findings."""
     first = verdict.split(" ", 1)[0].lower()
     word = first if first in ("pass", "fail", "incomplete") else "fail"
     shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v) or "none reported"
@@ -204,7 +205,7 @@ def to_html(rows: Sequence[Row], *, verdict: str, versions: dict[str, str], dire
         f"<style>{CSS}</style></head>",
         "<body>",
         f'<h1 class="{word}">Tokenizer release gate: {escape(verdict)}</h1>',
-        f'<p>Directory: <code id="directory">{escape(directory)}</code></p>',
+        f'<p>Checked: <code id="directory">{escape(directory)}</code></p>',
         f'<p id="versions">Backends: {escape(shown)}</p>',
         summary_html(rows),
         grid_html(rows),

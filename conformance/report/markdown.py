@@ -24,11 +24,15 @@ from conformance.report.html import grid_markdown
 WITH_FIX = ("fail", "error", "warn", "missing")
 
 
-def to_markdown(rows: Sequence[Row], *, verdict: str, versions: dict[str, str]) -> str:
-    """``### Tokenizer release gate: VERDICT``, counts, versions, failures, the grid, one line a row."""
+def to_markdown(
+    rows: Sequence[Row], *, verdict: str, versions: dict[str, str], checked: str | None = None
+) -> str:
+    """``### Tokenizer release gate: VERDICT``, what was checked (a directory, or
+    ``org/name@revision (commit ...)`` for a Hub id), counts, versions, failures, the grid, one line a row."""
     lines = [
         f"### Tokenizer release gate: {verdict}",
         "",
+        *([f"Checked: `{_code(checked)}`", ""] if checked else []),
         f"**{summary(rows)}**",
         "",
         "Backends: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v),
@@ -60,6 +64,11 @@ def failures_markdown(rows: Sequence[Row]) -> list[str]:
             fence = "`" * max(3, 1 + max(len(m) for m in re.findall("`+", "\n".join(window)) or [""]))
             out += ["", f"  {fence}text", *(f"  {line}" for line in window), f"  {fence}"]
     return out + [""]
+
+
+def _code(text: str) -> str:
+    """``text`` safe inside one Markdown code span (backticks and newlines would end it)."""
+    return text.replace("`", "'").replace("\n", " ")
 
 
 def _line(text: str) -> str:
