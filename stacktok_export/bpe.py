@@ -38,7 +38,7 @@ import itertools
 import os
 import re
 import warnings
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from . import artifact as _artifact
@@ -72,6 +72,7 @@ SPLIT_PATTERN = LLAMA3_PATTERN
 _SHORT = 48  # single pre-tokens up to this many bytes merge in _bpe_short, longer in _bpe_long
 _LINE_END = re.compile(r"\n(?=[ \t]*[!-~])")  # cuts that are pre-token boundaries (see _encode_lines)
 _LINES_FROM = 1 << 16  # shorter texts skip the line cache (its bookkeeping costs ~5% there)
+_MANY_CHARS = 1 << 22  # characters of a batch whose new pre-tokens are merged together
 _LINE_MAX = 256  # longest line kept in the line cache
 _LINES_HIT = 0.5  # share of a text's characters in cached lines below which it goes by pieces
 _LINES_CHARS = 1 << 24  # characters of distinct lines remembered before the line cache starts over
@@ -266,6 +267,45 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
             fresh = set(parts)
             self._seen_chars = sum(map(len, fresh))
         seen.update(fresh)
+
+    def _encode_ordinary_many(self, texts: Sequence[str]) -> list[list[int]]:
+        """``_encode_ordinary`` of each text, the new pre-tokens of a batch merged together.
+
+        Texts are taken in groups of about ``_MANY_CHARS`` characters: each group is split, the
+        pre-tokens the cache lacks are merged in one :meth:`_bpe_into` call (the numpy lock-step
+        for short ones: one call per text would merge each text's few new pre-tokens one by
+        one), and the ids are read from the cache. Texts long enough for the line cache take
+        ``_encode_ordinary`` as they are.
+        """
+        outs: list[list[int]] = []
+        group: list[str] = []
+
+        def flush() -> None:
+            split = {t: self._split(t) for t in dict.fromkeys(group)}
+            cache = self._cached([piece for pieces in split.values() for piece in pieces])
+            for t in group:
+                out: list[int] = []
+                for piece in split[t]:
+                    out += cache[piece]
+                outs.append(out)
+            group.clear()
+
+        size = 0
+        for text in texts:
+            if len(text) >= _LINES_FROM and self._line_cache_ok:
+                flush()  # the order of the outputs is the order of the texts
+                out: list[int] = []
+                self._encode_ordinary(text, out)
+                outs.append(out)
+                size = 0
+                continue
+            group.append(text)
+            size += len(text)
+            if size >= _MANY_CHARS:
+                flush()
+                size = 0
+        flush()
+        return outs
 
     def _encode_lines(self, text: str, parts: list[str], out: list[int]) -> None:
         """Cached lines straight from the line cache; all other lines split in one pass.

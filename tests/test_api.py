@@ -127,6 +127,26 @@ def test_batches_equal_tiktoken_and_single_calls(shipped_tok, enc) -> None:
     assert shipped_tok.encode_batch([]) == []
 
 
+def test_a_batch_merges_its_new_pre_tokens_together_and_gives_tiktoken_ids(enc, monkeypatch) -> None:
+    """``encode_batch`` on a fresh tokenizer: one text over the line-cache threshold between short
+    ones, duplicates, empty texts, specials, groups cut small (``_MANY_CHARS``): tiktoken's ids,
+    in order, and each text's ids alone on another fresh tokenizer."""
+    from stacktok_export import bpe
+
+    from .conftest import SHIPPED, stdlib_text
+
+    monkeypatch.setattr(bpe, "_MANY_CHARS", 5_000)
+    source = stdlib_text(400_000)
+    texts = [source[i : i + 3_000] for i in range(0, 120_000, 3_000)]
+    texts[7:7] = [source[150_000:], "", texts[3], *SPECIAL_TEXTS, *HARD_STRINGS]  # 250 KB: line cache
+    batch = StackTokenizer.load(SHIPPED).encode_batch(texts)
+    assert batch == enc.encode_ordinary_batch(texts)
+    alone = StackTokenizer.load(SHIPPED)
+    assert batch == [alone.encode(t) for t in texts]
+    trusted = StackTokenizer.load(SHIPPED).encode_batch(texts, allowed_special="all")
+    assert trusted == enc.encode_batch(texts, allowed_special="all")
+
+
 def test_batch_raises_like_tiktoken_and_checks_its_options(shipped_tok, enc) -> None:
     texts = ["fine", "then <|eos|>"]
     with pytest.raises(ValueError):

@@ -46,6 +46,12 @@ class BaseBackend:
     def encode(self, text: str, *, allow_special: bool) -> list[int]:
         raise NotImplementedError(f"{self.name} does not encode")
 
+    def encode_batch(self, texts: Sequence[str], *, allow_special: bool) -> list[list[int]]:
+        """:meth:`encode` of each text; an adapter whose library encodes one text as a batch of
+        one (transformers, tokenizers) answers in one call -- the same ids, without the per-call
+        overhead. Any exception: the runner asks text by text."""
+        return [self.encode(t, allow_special=allow_special) for t in texts]
+
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         raise NotImplementedError(f"{self.name} does not decode")
 
@@ -57,65 +63,89 @@ class BaseBackend:
     ) -> tuple[list[int], list[int]]:
         raise NotImplementedError(f"{self.name} has no chat path")
 
+    def decode_text(self, ids: Sequence[int]) -> str:
+        """The text the library's decode returns (a text decoder's own answer, no bytes round trip)."""
+        return self.decode_bytes(ids).decode("utf-8")
+
     def stream(self, ids: Sequence[int]) -> list[str]:
         """One text delta per token, then a final flush."""
         window = tuple(ids)  # slices of a tuple are the memo's keys as they are
         if self.decode_exact:
-            return byte_stream(self._remembered("bytes", self.decode_bytes), window)
-        return text_stream(self._remembered("text", lambda w: self.decode_bytes(w).decode("utf-8")), window)
+            return byte_stream(self.decode_bytes, window, memo=self._memo("bytes"))
+        return text_stream(self.decode_text, window, memo=self._memo("text"))
 
-    def _remembered(self, kind: str, decode):
-        """``decode`` remembered for short windows (the streams' one- and two-token calls).
+    def _memo(self, kind: str) -> dict:
+        """The decodes this backend's streams remember (short windows, :func:`text_stream`).
 
         A stream decodes one or two windows per token, and nearly all of them are a token or
         two long and recur across probes: remembering those removes most of the library calls
         (the gate's slowest rows were these). Decoding is a pure function of the ids in every
         library adapted here; longer windows always call the library (with a list, as the
-        other operations do).
+        other operations do). Emptied when it holds ``_MEMO_LIMIT`` entries.
         """
         memo = self.__dict__.setdefault("_decoded_windows", {}).setdefault(kind, {})
         if len(memo) > _MEMO_LIMIT:
             memo.clear()
-
-        def remembered(window: tuple[int, ...]):
-            if len(window) > _MEMO_WINDOW:
-                return decode(list(window))
-            out = memo.get(window)
-            if out is None:
-                out = memo[window] = decode(list(window))
-            return out
-
-        return remembered
+        return memo
 
     def __repr__(self) -> str:
         return f"<{self.name} {self.version}>"
 
 
-def byte_stream(decode_bytes, ids: Sequence[int]) -> list[str]:
-    """Plain byte accumulation: emit only complete UTF-8 characters."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    pieces = [decoder.decode(decode_bytes((i,))) for i in ids]
-    pieces.append(decoder.decode(b"", final=True))
+def byte_stream(decode_bytes, ids: Sequence[int], *, memo: dict | None = None) -> list[str]:
+    """Plain byte accumulation: emit only complete UTF-8 characters. ``decode_bytes`` is asked
+    for one token at a time (``(id,)``); ``memo`` keeps its answers by id across calls."""
+    memo = {} if memo is None else memo
+    get = memo.get
+    decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
+    pieces = []
+    append = pieces.append
+    for i in ids:
+        data = get(i)
+        if data is None:
+            data = memo[i] = decode_bytes((i,))
+        append(decode(data))
+    append(decode(b"", final=True))
     return pieces
 
 
-def text_stream(decode, ids: Sequence[int]) -> list[str]:
+def text_stream(decode, ids: Sequence[int], *, memo: dict | None = None) -> list[str]:
     """The prefix-offset method serving stacks use over a text-only decoder.
 
     Decode a window of recent tokens; emit what is new unless it ends in
-    U+FFFD (an incomplete character), in which case wait for more tokens.
+    U+FFFD (an incomplete character), in which case wait for more tokens. ``decode`` takes a
+    list of ids; ``memo`` keeps its answers for windows of up to ``_MEMO_WINDOW`` ids (keyed
+    by the tuple ``ids[i:j]``) across calls.
     """
+    memo, ids = ({} if memo is None else memo), tuple(ids)
+    get = memo.get
+
+    def miss(window):
+        if len(window) > _MEMO_WINDOW:
+            return decode(list(window))
+        out = memo[window] = decode(list(window))
+        return out
+
     pieces: list[str] = []
-    prefix, read = 0, 0
+    append = pieces.append
+    prefix, read, moved, before = 0, 0, True, ""
     for n in range(1, len(ids) + 1):
-        before = decode(ids[prefix:read])
-        after = decode(ids[prefix:n])
+        if moved:  # decode(ids[prefix:read]) changes only when the offsets do
+            window = ids[prefix:read]
+            before = get(window)
+            if before is None:
+                before = miss(window)
+            moved = False
+        window = ids[prefix:n]
+        after = get(window)
+        if after is None:
+            after = miss(window)
         if after.endswith("\ufffd") or len(after) <= len(before):
-            pieces.append("")
+            append("")
             continue
-        pieces.append(after[len(before) :])
-        prefix, read = read, n
-    tail = decode(ids[prefix:read])
-    rest = decode(ids[prefix:])
-    pieces.append(rest[len(tail) :])
+        append(after[len(before) :])
+        prefix, read, moved = read, n, True
+    tail, rest = ids[prefix:read], ids[prefix:]
+    tail, rest = get(tail) or miss(tail), get(rest) or miss(rest)
+    append(rest[len(tail) :])
     return pieces

@@ -143,6 +143,10 @@ class LlamaCppTokenizer:
                 self._free = weakref.finalize(self, self._lib.llama_model_free, model)
         self._vocab = self._lib.llama_model_get_vocab(model)
         self.n_vocab: int = self._lib.llama_vocab_n_tokens(self._vocab)
+        #: each id's ``llama_token_to_piece`` bytes, asked of llama.cpp once per id (the call is a
+        #: pure function of the id -- llama.cpp answers it from its own per-token piece cache --
+        #: and a ctypes call per token was most of the decode check's time)
+        self._pieces: dict[int, bytes] = {}
 
     @property
     def llama(self) -> Any:
@@ -202,17 +206,25 @@ class LlamaCppTokenizer:
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The exact bytes of ``ids`` (specials as their text), piece by piece."""
-        to_piece = self._lib.llama_token_to_piece
-        buf = ctypes.create_string_buffer(_PIECE_BUFFER)
+        known = self._pieces
+        get = known.get
         pieces: list[bytes] = []
         for token_id in ids:
-            token_id = self._check_id(token_id)
-            n = to_piece(self._vocab, token_id, buf, len(buf), 0, True)
-            if n < 0:  # buffer too small: -n is the size llama.cpp needs
-                buf = ctypes.create_string_buffer(-n)
-                n = to_piece(self._vocab, token_id, buf, len(buf), 0, True)
-            pieces.append(ctypes.string_at(buf, n))
+            piece = get(token_id) if type(token_id) is int else None  # others: checked, then asked
+            if piece is None:
+                token_id = self._check_id(token_id)
+                piece = known[token_id] = self._piece(token_id)
+            pieces.append(piece)
         return b"".join(pieces)
+
+    def _piece(self, token_id: int) -> bytes:
+        """``llama_token_to_piece(lstrip=0, special=True)`` of one valid id."""
+        buf = ctypes.create_string_buffer(_PIECE_BUFFER)
+        n = self._lib.llama_token_to_piece(self._vocab, token_id, buf, len(buf), 0, True)
+        if n < 0:  # buffer too small: -n is the size llama.cpp needs
+            buf = ctypes.create_string_buffer(-n)
+            n = self._lib.llama_token_to_piece(self._vocab, token_id, buf, len(buf), 0, True)
+        return ctypes.string_at(buf, n)
 
     def detokenize(
         self, ids: Sequence[int], *, remove_special: bool = False, unparse_special: bool = True

@@ -37,8 +37,17 @@ class TokenizersBackend(BaseBackend):
             self.tok.encode_special_tokens = not allow_special
             return self.tok.encode(text, add_special_tokens=False).ids
 
+    def encode_batch(self, texts: Sequence[str], *, allow_special: bool) -> list[list[int]]:
+        # encode_batch runs encode's own pipeline on each text (one call, no per-text overhead)
+        with self._lock:
+            self.tok.encode_special_tokens = not allow_special
+            return [e.ids for e in self.tok.encode_batch(list(texts), add_special_tokens=False)]
+
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
-        return self.tok.decode(list(ids), skip_special_tokens=False).encode("utf-8")
+        return self.decode_text(ids).encode("utf-8")
+
+    def decode_text(self, ids: Sequence[int]) -> str:
+        return self.tok.decode(list(ids), skip_special_tokens=False)
 
     def default_encode(self, text: str) -> list[int]:
         return self.default.encode(text).ids

@@ -1,6 +1,7 @@
 """transformers: the tokenizer built in memory from the artifact, and ``AutoTokenizer`` reloaded.
 
-Safe path: ``tok(text, add_special_tokens=False, split_special_tokens=True)``.
+Safe path: ``tok(text, add_special_tokens=False, split_special_tokens=True)`` (the runner passes
+a part's probes as one list: transformers encodes a single text as a batch of one, the same path).
 Trusted: ``tok(text, add_special_tokens=False)``. Default: ``tok(text)`` --
 parses special strings and adds whatever the config adds (recorded). Chat:
 ``apply_chat_template(..., return_dict=True, return_assistant_tokens_mask=True)``.
@@ -40,9 +41,19 @@ class TransformersBackend(BaseBackend):
             out = self.tok(text, add_special_tokens=False, split_special_tokens=not allow_special)
         return list(out["input_ids"])
 
+    def encode_batch(self, texts: Sequence[str], *, allow_special: bool) -> list[list[int]]:
+        # tok(text) is tok([text]) inside (``_encode_plus``: one ``encode_batch`` of the backend)
+        if not texts:
+            return []
+        with self._lock:
+            out = self.tok(list(texts), add_special_tokens=False, split_special_tokens=not allow_special)
+        return [list(ids) for ids in out["input_ids"]]
+
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
-        text = self.tok.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
-        return text.encode("utf-8")
+        return self.decode_text(ids).encode("utf-8")
+
+    def decode_text(self, ids: Sequence[int]) -> str:
+        return self.tok.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
     def default_encode(self, text: str) -> list[int]:
         with self._lock:

@@ -19,8 +19,10 @@ ProgressArg = Progress | Callable[[str], None] | None
 class _MessageBar:
     """The bar interface over a plain message callback: a line every ``every`` probes."""
 
-    def __init__(self, say: Callable[[str], None], name: str, total: int, every: int = 200) -> None:
-        self.say, self.name, self.total, self.every, self.done = say, name, total, every, 0
+    def __init__(
+        self, say: Callable[[str], None], name: str, total: int, every: int = 200, *, done: int = 0
+    ) -> None:
+        self.say, self.name, self.total, self.every, self.done = say, name, total, every, done
 
     def update(self, n: int = 1) -> None:
         for _ in range(n):
@@ -35,8 +37,12 @@ class _MessageBar:
         pass
 
 
-def probe_bar(progress: Progress | Callable[[str], None], name: str, total: int) -> Bar | _MessageBar:
-    """A bar for ``total`` probes of backend ``name`` on ``progress``."""
+def probe_bar(
+    progress: Progress | Callable[[str], None], name: str, total: int, *, done: int = 0
+) -> Bar | _MessageBar:
+    """A bar for ``total`` probes of backend ``name`` on ``progress``; a part of the probes that
+    starts at probe ``done`` numbers its lines from there (a live bar counts what its updates add:
+    the parts of a forked run share one bar, ``conformance.checks.forked``)."""
     if isinstance(progress, Progress):
         return progress.bar(name, total, unit="probes")
-    return _MessageBar(progress, name, total)
+    return _MessageBar(progress, name, total, done=done)

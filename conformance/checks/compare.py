@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from conformance.checks.bars import ProgressArg, probe_bar
-from conformance.checks.results import STREAM_MAX_CHARS, BackendResult, Failure
+from conformance.checks.results import STREAM_MAX_CHARS, BackendResult, Failure, Part
 from conformance.checks.windows import first_window, shorten, text_difference
 from conformance.core.declared import Declarations
 from conformance.core.expect import (
@@ -73,10 +73,21 @@ class Runner:
         self.progress: Progress | Callable[[str], None] = progress or (lambda msg: None)
         self.decl = Declarations(fixtures.divergences, ref)
         self.ran: dict[str, Backend] = {}
-        self._ref_untrusted = {p.id: ref.encode(p.text) for p in fixtures.probes}
-        self._ref_trusted = {
-            p.id: ref.encode(p.text, allowed_special="all") for p in fixtures.probes if self._wants_trusted(p)
-        }
+        #: the reference's ids per probe id, computed for the probes a run needs (:meth:`prepare`)
+        self._ref_untrusted: dict[str, list[int]] = {}
+        self._ref_trusted: dict[str, list[int]] = {}
+
+    def prepare(self, probes: Sequence[Probe]) -> None:
+        """The reference's ids for ``probes`` (untrusted, and trusted where a special may show),
+        in one batch each: the reference merges the probes' new pre-tokens together."""
+        todo = [p for p in probes if p.id not in self._ref_untrusted]
+        if not todo:
+            return
+        ref = self.ref
+        self._ref_untrusted.update(zip((p.id for p in todo), ref.encode_batch([p.text for p in todo])))
+        trusted = [p for p in todo if self._wants_trusted(p)]
+        got = ref.encode_batch([p.text for p in trusted], allowed_special="all")
+        self._ref_trusted.update(zip((p.id for p in trusted), got))
 
     def _wants_trusted(self, probe: Probe) -> bool:
         return probe.allow_special or any(s in probe.text for s in self.specials)
@@ -114,7 +125,13 @@ class Runner:
             return None, f"{type(exc).__name__}: {exc}"[:300]
 
     # ------------------------------------------------------------ the checks
-    def run(self, backend: Backend) -> BackendResult:
+    def run(self, backend: Backend, *, part: Part | None = None) -> BackendResult:
+        """Every check of ``backend``; with ``part``, only that run of the probes, and the
+        once-per-backend checks (single tokens, default, chats) only if the part carries them
+        (``results.merge_parts`` joins the parts' results into the whole run's)."""
+        part = part or Part(0, len(self.fx.probes), extras=True)
+        probes = self.fx.probes[part.start : part.stop]
+        self.prepare(probes)
         res = BackendResult(name=backend.name, version=backend.version)
         res.capabilities = tuple(sorted(c.value for c in backend.capabilities))
         res.chat_injection_safe_path = backend.chat_injection_safe_path
@@ -123,15 +140,16 @@ class Runner:
         self.ran[backend.name] = backend
         start = time.perf_counter()
         caps = backend.capabilities
-        with probe_bar(self.progress, backend.name, len(self.fx.probes)) as bar:
-            for probe in self.fx.probes:
-                self._probe(res, backend, caps, probe)
+        encoded = self._encode_all(backend, caps, probes)
+        with probe_bar(self.progress, backend.name, len(self.fx.probes), done=part.start) as bar:
+            for probe in probes:
+                self._probe(res, backend, caps, probe, encoded)
                 bar.update()
-            if Capability.SINGLE_TOKENS in caps:
+            if part.extras and Capability.SINGLE_TOKENS in caps:
                 self._single_tokens(res, backend)
-            if Capability.DEFAULT in caps:
+            if part.extras and Capability.DEFAULT in caps:
                 self._default(res, backend)
-            if Capability.CHAT in caps and is_ours(self.ref):
+            if part.extras and Capability.CHAT in caps and is_ours(self.ref):
                 for chat in self.fx.chats:
                     self._chat(res, backend, chat)
         res.seconds = round(time.perf_counter() - start, 2)
@@ -139,7 +157,31 @@ class Runner:
             res.status = "diverged"
         return res
 
-    def _probe(self, res: BackendResult, backend: Backend, caps: frozenset[Capability], probe: Probe) -> None:
+    def _encode_all(
+        self, backend: Backend, caps: frozenset[Capability], probes: Sequence[Probe]
+    ) -> dict[tuple[str, bool], list[int]]:
+        """The backend's ids for ``probes`` by (probe id, trusted), from one ``encode_batch`` call
+        per mode; empty for a mode whose batch raised (each probe is then asked alone, so an
+        error is the probe's own)."""
+        out: dict[tuple[str, bool], list[int]] = {}
+        for trusted, cap in ((False, Capability.ENCODE), (True, Capability.TRUSTED)):
+            chosen = [p for p in probes if not trusted or p.id in self._ref_trusted] if cap in caps else []
+            if not chosen:
+                continue
+            texts = [p.text for p in chosen]
+            got, err = self._safe(lambda t=texts, a=trusted: backend.encode_batch(t, allow_special=a))
+            if err is None and isinstance(got, list) and len(got) == len(chosen):
+                out.update(((p.id, trusted), ids) for p, ids in zip(chosen, got))
+        return out
+
+    def _probe(
+        self,
+        res: BackendResult,
+        backend: Backend,
+        caps: frozenset[Capability],
+        probe: Probe,
+        encoded: dict[tuple[str, bool], list[int]],
+    ) -> None:
         if not caps & {Capability.ENCODE, Capability.TRUSTED, Capability.DECODE, Capability.STREAM}:
             return  # a chat-only backend (TRL) runs no probes
         bad = False
@@ -147,7 +189,11 @@ class Runner:
         ref_ids = self._ref_untrusted[probe.id]
         before = len(res.failures)
         if Capability.ENCODE in caps:
-            got, err = self._safe(lambda: backend.encode(probe.text, allow_special=False))
+            got = encoded.get((probe.id, False))
+            if got is None:
+                got, err = self._safe(lambda: backend.encode(probe.text, allow_special=False))
+            else:
+                err = None
             ok = err is None and got == ref_ids
             window = None if ok or err else first_window(ref_ids, got, self.ref)
             bad |= self._record(res, backend, "encode", probe, ok, err or "ids differ", window)
@@ -163,7 +209,11 @@ class Runner:
                 )
         if Capability.TRUSTED in caps and probe.id in self._ref_trusted:
             want = self._ref_trusted[probe.id]
-            got, err = self._safe(lambda: backend.encode(probe.text, allow_special=True))
+            got = encoded.get((probe.id, True))
+            if got is None:
+                got, err = self._safe(lambda: backend.encode(probe.text, allow_special=True))
+            else:
+                err = None
             ok = err is None and got == want
             window = None if ok or err else first_window(want, got, self.ref)
             bad |= self._record(res, backend, "trusted", probe, ok, err or "ids differ", window)

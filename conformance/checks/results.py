@@ -67,6 +67,55 @@ class BackendResult:
         counts[outcome] += 1
 
 
+@dataclass(frozen=True)
+class Part:
+    """Probes ``start:stop`` of a fixture set, and whether the once-per-backend checks (single
+    tokens, default, chats) run with them: a share of one backend's run (parts in order, the
+    last one carrying those checks, join into the whole run: :func:`merge_parts`)."""
+
+    start: int
+    stop: int
+    extras: bool
+
+
+def merge_parts(parts: Sequence[BackendResult]) -> BackendResult:
+    """One backend's result from the results of its :class:`Part` runs, given in probe order (the
+    last one ran the once-per-backend checks): equal to the result of one whole run, the time
+    aside (``seconds`` is the parts' sum). A part that did not run (missing, skip, error) is the
+    result: every part loads the same files the same way."""
+    for r in parts:
+        if r.status in ("missing", "skip", "error"):
+            return r
+    first = parts[0]
+    out = BackendResult(
+        name=first.name,
+        version=first.version,
+        capabilities=first.capabilities,
+        chat_injection_safe_path=first.chat_injection_safe_path,
+        not_applicable=dict(first.not_applicable),
+    )
+    for r in parts:
+        for check, counts in r.checks.items():
+            mine = out.checks.setdefault(check, {"pass": 0, "fail": 0, "declared": 0})
+            for outcome, n in counts.items():
+                mine[outcome] += n
+        for key, n in r.chat_injection_counts.items():
+            out.chat_injection_counts[key] = out.chat_injection_counts.get(key, 0) + n
+        out.failures += r.failures
+        out.default_behaviour = r.default_behaviour or out.default_behaviour
+        out.seconds += r.seconds
+        out.not_streamed += r.not_streamed
+        out.chats_not_applicable += r.chats_not_applicable
+        out.probes_run += r.probes_run
+        out.probes_identical += r.probes_identical
+        out.probes_diverged += r.probes_diverged
+        out.probes_declared += r.probes_declared
+        if r.status == "diverged":
+            out.status = "diverged"
+    out.seconds = round(out.seconds, 2)
+    return out
+
+
 # --------------------------------------------------------------------- rows
 FIXES = {
     "encode": "the export tokenizes differently: re-export with `stacktok export`, "

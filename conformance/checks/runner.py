@@ -19,13 +19,13 @@ Out of scope: rendering (``conformance.report``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from conformance.backends import shared_reference
 from conformance.checks.bars import ProgressArg
 from conformance.checks.compare import CHECKS, INJECTION_TEXT, Runner
-from conformance.checks.forked import can_fork, not_run, run_forked
+from conformance.checks.forked import SHARD_FROM, can_fork, not_run, run_forked
 from conformance.checks.loading import load_named
 from conformance.checks.results import (
     CHECK_CAPS,
@@ -48,11 +48,16 @@ def run_suite(
     *,
     progress: ProgressArg = None,
     workers: int = 1,
+    shards: int | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> tuple[list[BackendResult], list[str], Runner]:
     """Run ``names`` (up to ``workers`` at once) against the reference; keep ``names`` order.
 
     ``progress`` is a :class:`~stacktok_export.progress.Progress` (one bar per running
-    backend, updated per probe) or a message callback (a line every 200 probes).
+    backend, updated per probe) or a message callback (a line every 200 probes). On the forked
+    path the probes are cut into ``shards`` parts (default: ``conformance.checks.forked``'s
+    rule) and ``meanwhile`` (other work of the caller's) runs while the workers work; elsewhere
+    it runs first.
 
     A backend whose library is absent is *missing*; one whose export file is not in the
     directory is *skip*; one whose library refuses the directory is *error*, carrying the
@@ -67,10 +72,15 @@ def run_suite(
             return not_run(loaded)
         return runner.run(loaded.backend)
 
-    if workers > 1 and len(names) > 1 and can_fork():
+    parallel = len(names) > 1 or shards is not None or len(fixtures.probes) >= SHARD_FROM
+    if workers > 1 and can_fork() and parallel:
         quiet = progress is None or (isinstance(progress, Progress) and progress.quiet)
-        results, stale = run_forked(runner, exports, names, workers=workers, quiet=quiet)
+        results, stale = run_forked(
+            runner, exports, names, workers=workers, quiet=quiet, shards=shards, meanwhile=meanwhile
+        )
         return results, stale, runner
+    if meanwhile is not None:
+        meanwhile()
     if workers <= 1:
         results = [one(n) for n in names]
     else:

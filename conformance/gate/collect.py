@@ -42,15 +42,22 @@ def collect_rows(
     plan: Plan, *, backends: Sequence[str], workers: int, serve_vllm: bool, say: Say
 ) -> tuple[list[Row], list[BackendResult]]:
     """Every row of a gate run, and the backends' results (for their versions and timings)."""
-    say("static checks")
     files = plan.files
-    rows = (files.skip_rows() if files is not None else []) + run_static(plan.exports, plan.ref, files=files)
-    rows += surface_rows(plan.exports, plan.ref, files=files)
+    rows: list[Row] = []
+
+    def static() -> None:  # in this process while the backends' workers run (checks/forked.py)
+        say("static checks")
+        rows.extend(files.skip_rows() if files is not None else [])
+        rows.extend(run_static(plan.exports, plan.ref, files=files))
+        rows.extend(surface_rows(plan.exports, plan.ref, files=files))
+
     say(
         f"conformance: {len(plan.fixtures.probes)} probes, {len(plan.fixtures.chats)} chats, "
         f"backends {','.join(backends)}"
     )
-    results, stale, _ = run_suite(plan.exports, plan.fixtures, backends, progress=say, workers=workers)
+    results, stale, _ = run_suite(
+        plan.exports, plan.fixtures, backends, progress=say, workers=workers, meanwhile=static
+    )
     suite = result_rows(results, stale=stale, imported=not is_ours(plan.ref))
     rows = explain(
         behaviour_proof(rows, suite) + suite, versions={r.name: r.version for r in results if r.version}
