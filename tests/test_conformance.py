@@ -311,3 +311,40 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
 
 def test_registry_names_are_the_documented_ones() -> None:
     assert set(REGISTRY) == set(LOCAL) | {"vllm", "trl", "llama.cpp-detokenize"}
+
+
+def test_a_batch_encode_that_raises_leaves_each_probe_its_own_error(small_tok) -> None:
+    """An adapter that ``encodes_in_batch``: its batch ids are used as encode's; when the batch
+    raises, each probe is asked alone, so only the probe that breaks the library fails."""
+    from conformance.backends.reference import ReferenceBackend
+    from conformance.checks.compare import Runner
+
+    class Batching(ReferenceBackend):
+        encodes_in_batch = True
+        capabilities = frozenset({Capability.ENCODE})
+
+        def __init__(self, tok, *, batch_breaks: bool) -> None:
+            super().__init__(tok)
+            self.batch_breaks, self.batches = batch_breaks, 0
+
+        def encode_batch(self, texts, *, allow_special):
+            self.batches += 1
+            if self.batch_breaks:
+                raise RuntimeError("batch broke")
+            return [[*self.encode(t, allow_special=allow_special), 0] if t == "odd" else
+                    self.encode(t, allow_special=allow_special) for t in texts]  # fmt: skip
+
+        def encode(self, text, *, allow_special):
+            if text == "boom":
+                raise RuntimeError("the library broke on this text")
+            return super().encode(text, allow_special=allow_special)
+
+    probes = [Probe("fine", "c", "hello world"), Probe("boom", "c", "boom"), Probe("odd", "c", "odd")]
+    runner = Runner(small_tok, FixtureSet(probes=probes))
+    broken = Batching(small_tok, batch_breaks=True)
+    res = runner.run(broken)
+    assert broken.batches == 1 and [(f.check, f.probe) for f in res.failures] == [("encode", "boom")]
+    assert "the library broke on this text" in res.failures[0].detail
+    calm = Runner(small_tok, FixtureSet(probes=[probes[0], probes[2]]))
+    used = calm.run(Batching(small_tok, batch_breaks=False))  # the batch's ids are the ones judged
+    assert [(f.check, f.probe) for f in used.failures] == [("encode", "odd")]

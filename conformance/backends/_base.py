@@ -35,6 +35,8 @@ class BaseBackend:
     #: False for backends whose decoder returns text: their "bytes" are the
     #: UTF-8 of that text, exact only for complete characters.
     decode_exact = True
+    #: True where ``encode_batch`` is one call of the library's own batch path (protocol.py)
+    encodes_in_batch = False
     #: True when the chat path refuses conversations with no assistant turn.
     chat_requires_assistant = False
     #: how the chat path keeps typed special strings as text; None = the library has none.
@@ -47,9 +49,6 @@ class BaseBackend:
         raise NotImplementedError(f"{self.name} does not encode")
 
     def encode_batch(self, texts: Sequence[str], *, allow_special: bool) -> list[list[int]]:
-        """:meth:`encode` of each text; an adapter whose library encodes one text as a batch of
-        one (transformers, tokenizers) answers in one call -- the same ids, without the per-call
-        overhead. Any exception: the runner asks text by text."""
         return [self.encode(t, allow_special=allow_special) for t in texts]
 
     def decode_bytes(self, ids: Sequence[int]) -> bytes:

@@ -21,6 +21,7 @@ class TokenizersBackend(BaseBackend):
     name = "tokenizers"
     reads = READS[name]
     decode_exact = False
+    encodes_in_batch = True
     capabilities = TOKENIZER_CAPS
 
     def __init__(self, path, version: str) -> None:

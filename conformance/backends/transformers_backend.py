@@ -23,6 +23,7 @@ from conformance.core.protocol import Capability, ExportAbsent
 
 class TransformersBackend(BaseBackend):
     decode_exact = False
+    encodes_in_batch = True
     capabilities = frozenset(Capability)
 
     def __init__(self, tok, *, name: str, version: str) -> None:

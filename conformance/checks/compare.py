@@ -161,9 +161,11 @@ class Runner:
         self, backend: Backend, caps: frozenset[Capability], probes: Sequence[Probe]
     ) -> dict[tuple[str, bool], list[int]]:
         """The backend's ids for ``probes`` by (probe id, trusted), from one ``encode_batch`` call
-        per mode; empty for a mode whose batch raised (each probe is then asked alone, so an
-        error is the probe's own)."""
+        per mode where the adapter ``encodes_in_batch`` (``conformance.core.protocol``); empty
+        for a mode whose batch raised (each probe is then asked alone: an error is its own)."""
         out: dict[tuple[str, bool], list[int]] = {}
+        if not backend.encodes_in_batch:
+            return out
         for trusted, cap in ((False, Capability.ENCODE), (True, Capability.TRUSTED)):
             chosen = [p for p in probes if not trusted or p.id in self._ref_trusted] if cap in caps else []
             if not chosen:

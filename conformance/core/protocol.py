@@ -11,6 +11,8 @@ flags; it never adds BOS/EOS and never "fixes" output.
 - ``encode(text, *, allow_special)``: ``allow_special=False`` is the backend's
   *safe* path for untrusted text (specials as bytes); ``True`` parses every
   special string (trusted text).
+- ``encode_batch(texts, *, allow_special)``: ``encode`` of each text; one library call where
+  the library encodes a single text as a batch of one (trait ``encodes_in_batch``).
 - ``decode_bytes(ids)``: the exact bytes of ``ids``; specials as their text.
 - ``default_encode(text)``: the backend's behaviour with no flags at all --
   recorded (safe or unsafe) so a release that changes a default shows up.
@@ -23,6 +25,9 @@ Traits (data, never probed with ``getattr``):
 
 - ``decode_exact``: ``decode_bytes`` returns exact bytes (False when the
   library decodes to text, so a partial character comes back as U+FFFD).
+- ``encodes_in_batch``: ``encode_batch`` is one call of the library's own batch path (the
+  path its single-text encode takes too): the runner encodes a part's probes with it, and asks
+  text by text only if it raises. False: the runner asks text by text.
 - ``chat_requires_assistant``: the chat path refuses a conversation with no
   assistant turn (TRL under ``assistant_only_loss``): such chats are *not
   applicable*, counted and named, never failures.
@@ -80,6 +85,7 @@ class Backend(Protocol):
     version: str
     capabilities: frozenset[Capability]
     decode_exact: bool
+    encodes_in_batch: bool
     chat_requires_assistant: bool
     chat_injection_safe_path: str | None
     reads: str  # one of EXPORT_FILES
