@@ -213,11 +213,8 @@ class EncodingAPI:
     ) -> list[list[int]]:
         """``_encode_checked`` of each text, the texts' ordinary segments encoded as one batch
         (``_encode_ordinary_many``): the same ids, their new pre-tokens merged together."""
-        if banned:
-            for text in texts:
-                hit = self._splitter(banned).search(text)
-                if hit is not None:
-                    raise _disallowed(hit.group(), at=hit.start())
+        for text in texts:
+            self._refuse_banned(text, banned)
         segments = [self._splitter(split).split(t) if split else [t] for t in texts]
         ordinary = [seg for segs in segments for seg in segs[::2] if seg]
         encoded = iter(self._encode_ordinary_many(ordinary))
@@ -232,11 +229,15 @@ class EncodingAPI:
             outs.append(out)
         return outs
 
-    def _encode_checked(self, text: str, split: frozenset[str], banned: frozenset[str]) -> list[int]:
+    def _refuse_banned(self, text: str, banned: frozenset[str]) -> None:
+        """``ValueError`` naming the first of ``banned`` in ``text`` (``disallowed_special``)."""
         if banned:
             hit = self._splitter(banned).search(text)
             if hit is not None:
                 raise _disallowed(hit.group(), at=hit.start())
+
+    def _encode_checked(self, text: str, split: frozenset[str], banned: frozenset[str]) -> list[int]:
+        self._refuse_banned(text, banned)
         out: list[int] = []
         if not split:
             self._encode_ordinary(text, out)

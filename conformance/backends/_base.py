@@ -144,7 +144,11 @@ def text_stream(decode, ids: Sequence[int], *, memo: dict | None = None) -> list
             continue
         append(after[len(before) :])
         prefix, read, moved = read, n, True
-    tail, rest = ids[prefix:read], ids[prefix:]
-    tail, rest = get(tail) or miss(tail), get(rest) or miss(rest)
+
+    def decoded(window):  # the loop above inlines this lookup: it runs once per token
+        out = get(window)
+        return miss(window) if out is None else out
+
+    tail, rest = decoded(ids[prefix:read]), decoded(ids[prefix:])
     append(rest[len(tail) :])
     return pieces

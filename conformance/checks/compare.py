@@ -176,6 +176,15 @@ class Runner:
                 out.update(((p.id, trusted), ids) for p, ids in zip(chosen, got))
         return out
 
+    def _encoded(
+        self, backend: Backend, probe: Probe, encoded: dict[tuple[str, bool], list[int]], *, trusted: bool
+    ) -> tuple[Any, str | None]:
+        """The probe's ids from the batch (:meth:`_encode_all`), else asked of the backend alone."""
+        got = encoded.get((probe.id, trusted))
+        if got is not None:
+            return got, None
+        return self._safe(lambda: backend.encode(probe.text, allow_special=trusted))
+
     def _probe(
         self,
         res: BackendResult,
@@ -191,11 +200,7 @@ class Runner:
         ref_ids = self._ref_untrusted[probe.id]
         before = len(res.failures)
         if Capability.ENCODE in caps:
-            got = encoded.get((probe.id, False))
-            if got is None:
-                got, err = self._safe(lambda: backend.encode(probe.text, allow_special=False))
-            else:
-                err = None
+            got, err = self._encoded(backend, probe, encoded, trusted=False)
             ok = err is None and got == ref_ids
             window = None if ok or err else first_window(ref_ids, got, self.ref)
             bad |= self._record(res, backend, "encode", probe, ok, err or "ids differ", window)
@@ -211,11 +216,7 @@ class Runner:
                 )
         if Capability.TRUSTED in caps and probe.id in self._ref_trusted:
             want = self._ref_trusted[probe.id]
-            got = encoded.get((probe.id, True))
-            if got is None:
-                got, err = self._safe(lambda: backend.encode(probe.text, allow_special=True))
-            else:
-                err = None
+            got, err = self._encoded(backend, probe, encoded, trusted=True)
             ok = err is None and got == want
             window = None if ok or err else first_window(want, got, self.ref)
             bad |= self._record(res, backend, "trusted", probe, ok, err or "ids differ", window)
