@@ -39,7 +39,7 @@ import os
 import re
 import warnings
 from collections.abc import Collection, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import artifact as _artifact
 from . import vocab as _vocab
@@ -392,28 +392,35 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
             for piece in pieces:
                 cache[piece] = bpe(piece.encode("utf-8"))
             return
+        self._bpe_keyed(list(pieces), [piece.encode("utf-8") for piece in pieces], cache)
+
+    def _bpe_keyed(self, keys: Sequence[Any], datas: Sequence[bytes], into: dict[Any, list[int]]) -> None:
+        """``into[keys[j]] = _bpe(datas[j])`` for every ``j``, short ones together in numpy."""
+        if len(keys) < _BATCH:
+            for key, data in zip(keys, datas):
+                into[key] = self._bpe(data)
+            return
         from . import bpe_batch
 
         if self._pair_ranks is None:
             self._pair_ranks = self._batch_ranks(bpe_batch)
         whole, drop = self._whole, self._drop
-        short: list[str] = []
-        datas: list[bytes] = []
-        for piece in pieces:
-            data = piece.encode("utf-8")
+        short: list[Any] = []
+        batch: list[bytes] = []
+        for piece, data in zip(keys, datas):
             if whole is not None and data in whole:
-                cache[piece] = [whole[data]]
+                into[piece] = [whole[data]]
                 continue
             if drop is not None:
                 data = data.translate(None, drop)
             if not data:
-                cache[piece] = []  # only bytes without a token
+                into[piece] = []  # only bytes without a token
             elif len(data) <= _BATCH_BYTES:
                 short.append(piece)
-                datas.append(data)
+                batch.append(data)
             else:
-                cache[piece] = self._bpe_long(data)
-        bpe_batch.batch_bpe(short, datas, self._pair_ranks, cache, finish=self._bpe_short)
+                into[piece] = self._bpe_long(data)
+        bpe_batch.batch_bpe(short, batch, self._pair_ranks, into, finish=self._bpe_short)
 
     # ---------------------------------------------------------------- decoding
     def decode_bytes(self, ids: Iterable[int]) -> bytes:

@@ -190,8 +190,14 @@ def decode(data: bytes, *, errors: str, where: str, offset: int) -> tuple[str | 
             pos += exc.end
 
 
-def _no_surrogates(text: str, *, errors: str, where: str) -> tuple[str | None, int]:
-    """JSON may escape a lone surrogate (``"\\ud800"``), which is no UTF-8 text at all."""
+def _no_surrogates(text: str, *, errors: str, where: str, escaped: bool = True) -> tuple[str | None, int]:
+    """JSON may escape a lone surrogate (``"\\ud800"``), which is no UTF-8 text at all.
+
+    ``escaped=False`` says the source held no ``\\ud``/``\\uD`` escape, so no surrogate can be
+    here; ASCII text (``isascii`` is a flag CPython keeps, no scan) holds none either.
+    """
+    if not escaped or text.isascii():
+        return text, 0
     m = _SURROGATE.search(text)
     if m is None:
         return text, 0
@@ -308,7 +314,8 @@ def _json_record(line: bytes, where: str, pos: int, opts: CorpusOptions) -> tupl
             f"{where}: field {opts.field!r} is {_JSON_TYPES.get(type(value), 'not text')}, not a string; "
             "filter such records out"
         )
-    text, more = _no_surrogates(value, errors=opts.errors, where=where)
+    escaped = "\\ud" in raw or "\\uD" in raw  # a surrogate comes only from an escape (raw is UTF-8)
+    text, more = _no_surrogates(value, errors=opts.errors, where=where, escaped=escaped)
     return text, replaced + more
 
 

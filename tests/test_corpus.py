@@ -56,6 +56,11 @@ def test_jsonl_and_gzip(tmp_path: Path) -> None:
         (b'{"text": "x"', "a.jsonl:2: not valid JSON"),
         (b'{"text": "\xff"}', "a.jsonl:2: invalid UTF-8 at byte 25 (0xff"),
         (b'{"text": "\\ud800"}', "a.jsonl:2: lone surrogate U+D800"),
+        # the only escape in upper-case hex, after non-ASCII and astral text
+        (
+            b'{"text": "\xc3\xa9 \xf0\x9f\x98\x80 \\uDBFF."}',
+            "a.jsonl:2: lone surrogate U+DBFF at character 4",
+        ),
     ],
 )
 def test_jsonl_errors_name_file_line_and_fix(tmp_path: Path, line: bytes, message: str) -> None:

@@ -73,3 +73,29 @@ def test_rewritten_file_is_read_fresh(shipped_tok, tmp_path: Path) -> None:
 def test_parse_error_names_the_line() -> None:
     with pytest.raises(ValueError, match="line 2 is not 'base64 rank'"):
         parse_tiktoken(b"YQ== 0\nnot-a-line\n", source="f.tiktoken")
+
+
+def test_self_reachable_proof_finds_a_token_merges_never_reach(small_tok) -> None:
+    """The tiktoken proof (every token's bytes merge back to it, all tokens BPE'd together in numpy)
+    agrees with BPE one token at a time: true of a trained vocabulary, false once a merge is appended
+    whose bytes the earlier merges split otherwise (tiktoken would take that token whole)."""
+    from stacktok_export.export.tiktoken_fmt import tiktoken_unproven
+    from stacktok_export.vocab import self_reachable
+
+    assert self_reachable(small_tok) and tiktoken_unproven(small_tok) is None
+    table, pairs = small_tok.token_bytes(), set(small_tok.merges)
+    left, right = next(
+        (a, b)
+        for b in range(256, len(table))
+        for a in b"etaoins "
+        if (a, b) not in pairs
+        and table[a] + table[b] not in table
+        and small_tok._bpe(table[a] + table[b]) != [a, b]
+    )
+    bad = StackTokenizer(name="appended")
+    bad.merges = [*small_tok.merges, (left, right)]
+    bad._index(tuple(small_tok.special_to_id))
+    one_by_one = [i for i, b in enumerate(bad.token_bytes()) if bad._bpe(b) != [i]]
+    assert one_by_one == [len(bad.token_bytes()) - 1]
+    assert not self_reachable(bad)
+    assert "not self-reachable" in tiktoken_unproven(bad)

@@ -8,6 +8,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -103,6 +104,30 @@ def test_output_is_identical_for_any_worker_count_and_shard_size(
     _pack([jsonl], tmp_path / "big", shard_tokens=10**9, workers=3)
     [doc_ids] = [np.concatenate(list(PackReader(tmp_path / "big").shards())[0][:1])]
     assert doc_ids.tolist() == [i for d in _want() for i in d]
+
+
+def test_forked_and_spawned_workers_write_identical_bytes(
+    jsonl: Path, packed: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """With no other thread running the parent builds the encoder once and forks the workers
+    with it; with another thread alive (forking then is unsafe) they are spawned and build their
+    own. Same bytes either way."""
+    from stacktok_export.pack import encode, engines
+
+    built = []
+    monkeypatch.setattr(engines, "share_worker", lambda spec: built.append(encode.share_worker(spec)))
+    _pack([jsonl], tmp_path / "forked", shard_tokens=50_000, fmt="megatron", workers=2)
+    assert len(built) == 1 and encode.shared_worker() is None  # built once, forgotten after the run
+    stop = threading.Event()
+    alive = threading.Thread(target=stop.wait)
+    alive.start()
+    try:
+        _pack([jsonl], tmp_path / "spawned", shard_tokens=50_000, fmt="megatron", workers=2)
+    finally:
+        stop.set()
+        alive.join()
+    assert len(built) == 1  # not built in this process: the spawned workers built their own
+    assert _files(tmp_path / "forked") == _files(packed) == _files(tmp_path / "spawned")
 
 
 def test_megatron_index_read_from_its_published_layout(packed: Path) -> None:
@@ -224,7 +249,7 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     assert r.returncode == 2 and "column 'text' is int64, not a string" in r.stderr, r.stderr
     r = _cli("pack", "a.txt", "--out", "out2", "--errors", "replace", "--quiet", cwd=tmp_path)
     assert r.returncode == 0 and "replaced 1" in r.stdout, r.stderr
-    (tmp_path / "bad.json").write_text('{"format":')  # workers start before the parent reads it
+    (tmp_path / "bad.json").write_text('{"format":')  # fails in the parent (it builds the workers' encoder)
     r = _cli("pack", "a.txt", "--out", "out3", "--errors", "replace", "--artifact", "bad.json", cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "bad.json: malformed JSON" in r.stderr

@@ -182,11 +182,30 @@ def _empty(dtype: np.dtype) -> tuple[np.ndarray, ...]:
     return (np.zeros(0, dtype), *(np.zeros(0, t) for t in (np.int64, np.int64, np.uint8, np.int64)))
 
 
-# One encoder per worker process, built by the pool's initializer. Workers start before the
-# parent has read the artifact, so a failure to build one is kept and raised with the first
+# One encoder per worker process: built by the parent before it forks the workers (they inherit
+# it, see engines.start_pool), or by a spawned pool's initializer. Spawned workers start before
+# the parent has read the artifact, so a failure to build one is kept and raised with the first
 # batch (through the future, as one error line in the parent) -- an initializer that raises
 # would print a traceback and break the pool.
 _WORKER: DocEncoder | Exception | None = None
+
+
+def share_worker(spec: EncoderSpec) -> DocEncoder:
+    """Build this process's encoder now, for the workers forked from it to inherit (raises here)."""
+    global _WORKER
+    _WORKER = None
+    _WORKER = DocEncoder(spec)
+    return _WORKER
+
+
+def shared_worker() -> DocEncoder | None:
+    """The encoder :func:`share_worker` built, if any."""
+    return _WORKER if isinstance(_WORKER, DocEncoder) else None
+
+
+def forget_worker() -> None:
+    global _WORKER
+    _WORKER = None
 
 
 def init_worker(spec: EncoderSpec) -> None:

@@ -14,6 +14,7 @@ Out of scope: the cluster engine (``raycluster``), planning (``plan``).
 from __future__ import annotations
 
 import multiprocessing as mp
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -22,7 +23,7 @@ from typing import Any
 
 from ..corpus import CorpusOptions
 from ..corpus_io import CorpusError, Span
-from .encode import Batch, DocEncoder, Encoded, EncoderSpec, encode_in_worker, init_worker
+from .encode import Batch, DocEncoder, Encoded, EncoderSpec, encode_in_worker, init_worker, share_worker
 from .part import PartJob, run_part
 from .plan import count_unit
 
@@ -35,16 +36,31 @@ class EngineError(RuntimeError):
 
 
 def start_pool(spec: EncoderSpec, *, workers: int) -> ProcessPoolExecutor | None:
-    """Start ``workers`` encoder processes now (they load the tokenizer while the caller reads
-    and hashes its inputs); ``None`` for one worker, which encodes in-process."""
+    """Start ``workers`` encoder processes now; ``None`` for one worker, which encodes in-process.
+
+    Where this process can fork safely (a platform with ``fork``, no other thread running) the
+    encoder is built here once and the workers are forked with it: no imports, tokenizer load
+    or tiktoken proof in each (about 0.45 s of CPU a worker, a tenth of a 40 MB pack on 2
+    cores); an artifact that does not load fails here. Otherwise they are spawned and each
+    builds its own while the caller reads and hashes its inputs.
+    """
     if workers <= 1:
         return None
-    pool = ProcessPoolExecutor(
-        workers, mp_context=mp.get_context("spawn"), initializer=init_worker, initargs=(spec,)
-    )
+    if _fork_is_safe():
+        share_worker(spec)
+        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"))
+    else:
+        pool = ProcessPoolExecutor(
+            workers, mp_context=mp.get_context("spawn"), initializer=init_worker, initargs=(spec,)
+        )
     for _ in range(workers):
-        pool.submit(int)  # spawns the processes and runs their initializer
+        pool.submit(int)  # starts the processes (fork: all of them, before the pool's own threads)
     return pool
+
+
+def _fork_is_safe() -> bool:
+    """Forking copies only the calling thread: safe when it is the only one (no lock held elsewhere)."""
+    return "fork" in mp.get_all_start_methods() and threading.active_count() == 1
 
 
 def pool_encoder(spec: EncoderSpec, pool: ProcessPoolExecutor | None, *, workers: int) -> Encode:

@@ -40,7 +40,7 @@ from ..corpus_io import CorpusError
 from ..pretokenize import engine_info
 from ..progress import Progress
 from . import plan
-from .encode import EncoderSpec
+from .encode import EncoderSpec, forget_worker, shared_worker
 from .engines import ENGINES, EngineError, count_local, pool_encoder, run_local, start_pool
 from .part import PartJob
 from .writer import COUNTS, FORMATS, shard_files, token_dtype, zero_counts
@@ -221,12 +221,15 @@ def pack(
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        forget_worker()
 
 
 def _pack(
     inputs: list[str], out_dir: Path, opts: PackOptions, spec: EncoderSpec, *, pool: Any, workers: int
 ) -> dict[str, Any]:
-    head = header(load_tokenizer(spec.artifact), describe_inputs(inputs), opts)
+    shared = shared_worker()  # the forked workers' encoder: its reference is the one to describe
+    tok = shared.ref if shared is not None else load_tokenizer(spec.artifact)
+    head = header(tok, describe_inputs(inputs), opts)
     if _resume_state(out_dir, head) == "done":
         return _read_json(out_dir / MANIFEST)
     out_dir.mkdir(parents=True, exist_ok=True)
