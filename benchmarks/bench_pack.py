@@ -112,6 +112,12 @@ def main() -> int:
         "the start-up, ~0.8 s, still weighs ~10 %%; 0 = the text once)",
     )
     ap.add_argument("--no-ray", action="store_true")
+    ap.add_argument(
+        "--artifact",
+        default=None,
+        help="pack with this artifact (e.g. Llama-3's vocabulary from `stacktok import`; the "
+        "competitor is tiktoken on its ranks); default: the shipped one",
+    )
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     import tiktoken
@@ -131,8 +137,10 @@ def main() -> int:
         f"corpus: {len(docs):,} documents, {mb:.1f} MB of text ({args.path}); load {os.getloadavg()[0]:.2f}"
     )
 
-    tok = load_tokenizer()
+    tok = load_tokenizer(args.artifact)
     enc = to_tiktoken(tok)
+    chosen = ["--artifact", args.artifact] if args.artifact else []
+    print(f"artifact: {tok.name}, {tok.vocab_size:,} ids")
     results: dict[str, float] = {}
     best = min(_timed(lambda: enc.encode_ordinary_batch(docs, num_threads=2)) for _ in range(args.repeat))
     want = [
@@ -147,7 +155,7 @@ def main() -> int:
         for i in range(args.repeat if engine == "local" else 1):
             out = work / f"{engine}{i}"
             io_file = work / f"{engine}{i}.io"
-            flags = ["--workers", "2", "--engine", engine, "--part-bytes", part]
+            flags = ["--workers", "2", "--engine", engine, "--part-bytes", part, *chosen]
             took, _ = run_pack([str(corpus), "--out", str(out), *flags], io_file=io_file)
             times.append(took)
         best = min(times)
@@ -182,7 +190,7 @@ def main() -> int:
                     f.write(data)
             size = big.stat().st_size
             out = work / f"big{gb}"
-            took, peak = run_pack([str(big), "--out", str(out), "--workers", "2"], sample_rss=True)
+            took, peak = run_pack([str(big), "--out", str(out), "--workers", "2", *chosen], sample_rss=True)
             shutil.rmtree(out, ignore_errors=True)
             big.unlink()
             results.update(
