@@ -387,12 +387,8 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
 
     def _bpe_into(self, pieces: Collection[str], cache: dict[str, list[int]]) -> None:
         """BPE of many distinct pre-tokens: short ones together in numpy when there are many."""
-        bpe = self._bpe
-        if len(pieces) < _BATCH:
-            for piece in pieces:
-                cache[piece] = bpe(piece.encode("utf-8"))
-            return
-        self._bpe_keyed(list(pieces), [piece.encode("utf-8") for piece in pieces], cache)
+        keys = list(pieces)
+        self._bpe_keyed(keys, [piece.encode("utf-8") for piece in keys], cache)
 
     def _bpe_keyed(self, keys: Sequence[Any], datas: Sequence[bytes], into: dict[Any, list[int]]) -> None:
         """``into[keys[j]] = _bpe(datas[j])`` for every ``j``, short ones together in numpy."""

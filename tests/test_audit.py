@@ -21,7 +21,7 @@ from stacktok_export import StackTokenizer
 from stacktok_export.bpe import SPECIAL_TOKENS
 from stacktok_export.export.hf import hf_files
 
-from .helpers import build_checkpoint, edit_json
+from .helpers import build_checkpoint, edit_json, unreachable_merge
 
 A, B, C = ord("a"), ord("b"), ord("c")
 
@@ -153,15 +153,7 @@ def test_unreachable_merge_hand_made(tmp_path) -> None:
 def test_unreachable_merge_appended_to_trained(tmp_path, small_tok) -> None:
     """A merge appended to a trained vocabulary whose bytes earlier merges split differently."""
     merges, new_id = list(small_tok.merges), 256 + len(small_tok.merges)
-    table, pairs = small_tok.token_bytes(), set(small_tok.merges)
-    left, right = next(
-        (a, b)
-        for b in range(256, len(table))
-        for a in b"etaoins "
-        if (a, b) not in pairs
-        and table[a] + table[b] not in table
-        and small_tok._bpe(table[a] + table[b]) != [a, b]
-    )
+    left, right = unreachable_merge(small_tok)
     path = write_artifact(tmp_path / "trained.json", merges + [(left, right)], tuple(small_tok.special_to_id))
     code, report = run(tmp_path, str(path), "--backends", "none")
     assert code == 1

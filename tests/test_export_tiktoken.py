@@ -10,6 +10,7 @@ from stacktok_export import StackTokenizer
 from stacktok_export.export.tiktoken_fmt import load_tiktoken_file, parse_tiktoken, to_tiktoken
 
 from .conftest import ROOT, need
+from .helpers import unreachable_merge
 from .strings import HARD_STRINGS, heldout_slice
 
 tiktoken = need("tiktoken", "tiktoken")
@@ -83,17 +84,8 @@ def test_self_reachable_proof_finds_a_token_merges_never_reach(small_tok) -> Non
     from stacktok_export.vocab import self_reachable
 
     assert self_reachable(small_tok) and tiktoken_unproven(small_tok) is None
-    table, pairs = small_tok.token_bytes(), set(small_tok.merges)
-    left, right = next(
-        (a, b)
-        for b in range(256, len(table))
-        for a in b"etaoins "
-        if (a, b) not in pairs
-        and table[a] + table[b] not in table
-        and small_tok._bpe(table[a] + table[b]) != [a, b]
-    )
     bad = StackTokenizer(name="appended")
-    bad.merges = [*small_tok.merges, (left, right)]
+    bad.merges = [*small_tok.merges, unreachable_merge(small_tok)]
     bad._index(tuple(small_tok.special_to_id))
     one_by_one = [i for i, b in enumerate(bad.token_bytes()) if bad._bpe(b) != [i]]
     assert one_by_one == [len(bad.token_bytes()) - 1]

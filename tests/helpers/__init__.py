@@ -17,6 +17,7 @@ from .checkpoint import (
     resave,
     snapshot,
     symlink,
+    unreachable_merge,
 )
 from .data import CHATS, PROBES, TRUSTED, GateData, gate_data, probe_rows, write_jsonl
 from .gate import GateRun, failing, gate_argv, run_gate
@@ -55,5 +56,6 @@ __all__ = [
     "run_gate",
     "snapshot",
     "symlink",
+    "unreachable_merge",
     "write_jsonl",
 ]

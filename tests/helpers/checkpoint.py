@@ -116,6 +116,20 @@ def demote_merge(tokenizer_json: dict, merge: str = "Ġ t") -> None:
     merges.append(merges.pop(merges.index(merge)))
 
 
+def unreachable_merge(tok) -> tuple[int, int]:  # noqa: ANN001 -- a StackTokenizer
+    """A pair ``(a, b)`` to append to ``tok``'s merges whose bytes its earlier merges split
+    otherwise: the new token is not self-reachable (tiktoken would take it whole)."""
+    table, pairs = tok.token_bytes(), set(tok.merges)
+    return next(
+        (a, b)
+        for b in range(256, len(table))
+        for a in b"etaoins "
+        if (a, b) not in pairs
+        and table[a] + table[b] not in table
+        and tok._bpe(table[a] + table[b]) != [a, b]
+    )
+
+
 def snapshot(directory: Path) -> dict[str, str]:
     """``{relative path: sha256}`` of every file under ``directory`` (compare before and after a run)."""
     return {
