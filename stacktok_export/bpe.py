@@ -36,7 +36,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
-import re
 import warnings
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -45,6 +44,7 @@ from . import artifact as _artifact
 from . import vocab as _vocab
 from .api import EncodingAPI
 from .artifact import shipped_artifact_path  # re-exported here; its home is artifact.py
+from .ascii_split import LINE_CUT, fast_split
 from .merging import _BATCH, _BATCH_BYTES, MergePaths, _fill
 from .pretokenize import LLAMA3_PATTERN, compile_pattern, isolated_split
 from .tables import VocabTables
@@ -70,7 +70,6 @@ NUM_MERGES = VOCAB_SIZE - NUM_BYTES - len(SPECIAL_TOKENS)  # 32,503
 SPLIT_PATTERN = LLAMA3_PATTERN
 
 _SHORT = 48  # single pre-tokens up to this many bytes merge in _bpe_short, longer in _bpe_long
-_LINE_END = re.compile(r"\n(?=[ \t]*[!-~])")  # cuts that are pre-token boundaries (see _encode_lines)
 _LINES_FROM = 1 << 16  # shorter texts skip the line cache (its bookkeeping costs ~5% there)
 _MANY_CHARS = 1 << 22  # characters of a batch whose new pre-tokens are merged together
 _LINE_MAX = 256  # longest line kept in the line cache
@@ -88,6 +87,7 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
         self.patterns: tuple[str, ...] = (pattern,)
         self._split_re = compile_pattern(pattern)
         self._split_res = (self._split_re,)
+        self._fast_split = fast_split(pattern, self._split_re)
         self.merges: list[tuple[int, int]] = []
         self.special_to_id: dict[str, int] = {}
         self.in_text: frozenset[str] = frozenset()
@@ -253,7 +253,7 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
         if len(text) < _LINES_FROM or not self._line_cache_ok:
             self._encode_pieces(text, out)
             return
-        parts = _LINE_END.split(text)
+        parts = LINE_CUT.split(text)
         seen = self._seen_lines
         if seen.isdisjoint(parts):
             self._encode_pieces(text, out)
@@ -310,7 +310,7 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
     def _encode_lines(self, text: str, parts: list[str], out: list[int]) -> None:
         """Cached lines straight from the line cache; all other lines split in one pass.
 
-        ``parts`` is the text cut by ``_LINE_END``: every cut is a pre-token boundary of
+        ``parts`` is the text cut by ``LINE_CUT``: every cut is a pre-token boundary of
         the Llama-3 pattern (after a newline, the white space run that follows holds no
         newline and ends at a visible ASCII character), so each ``part + "\n"`` encodes on
         its own exactly as inside the text. A line is cached when it is seen again.
@@ -368,6 +368,8 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
 
     def _split(self, text: str) -> list[str]:
         """Pre-tokens: each pattern an isolated split (matches and the text between them)."""
+        if self._fast_split is not None:  # the Llama-3 pattern alone: ASCII stretches by ``re``
+            return self._fast_split(text)
         pieces = [text]
         for split_re in self._split_res:
             out: list[str] = []

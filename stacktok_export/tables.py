@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import vocab as _vocab
+from .ascii_split import fast_split
 from .merging import _ID
 from .pretokenize import compile_pattern
 
@@ -51,6 +52,7 @@ class VocabTables:
         self.patterns, self.pattern = patterns, patterns[0]
         self._split_res = tuple(compile_pattern(p) for p in patterns)
         self._split_re = self._split_res[0]
+        self._fast_split = fast_split(patterns[0], self._split_re) if len(patterns) == 1 else None
         self.ignore_merges, self.roles, self.in_text = ignore_merges, roles, in_text
         self.add_bos, self.add_eos, self.chat_template = add_bos, add_eos, chat_template
         self._build(table, results, plain=plain)

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
+from .ascii_split import fast_split
 from .pretokenize import compile_pattern
 from .progress import Bar, Progress
 
@@ -37,7 +38,8 @@ _BATCH_BYTES = 4 << 20  # documents handed to a worker at once
 
 def _count_batch(args: tuple[str, list[str]]) -> Counter[str]:
     pattern, docs = args
-    split = compile_pattern(pattern).findall
+    compiled = compile_pattern(pattern)
+    split = fast_split(pattern, compiled) or compiled.findall
     counts: Counter[str] = Counter()
     for doc in docs:
         counts.update(split(doc))

@@ -1,0 +1,82 @@
+"""The Llama-3 split with ASCII stretches by ``re`` gives exactly ``regex``'s findall."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stacktok_export.ascii_split import ASCII_PATTERN, LINE_CUT, fast_split
+from stacktok_export.pretokenize import GPT2_PATTERN, LLAMA3_PATTERN
+
+ROOT = Path(__file__).resolve().parents[1]
+FULL = regex.compile(LLAMA3_PATTERN)
+SPLIT = fast_split(LLAMA3_PATTERN, FULL)
+
+# every character class the pattern distinguishes, the cut's own characters, and non-ASCII
+# letters, digits and white space (U+017F folds to "s": the contractions are case-insensitive)
+NON_ASCII = ["é", "中", "\xa0", "\u2028", "\u3000", "\u017f", "١", "\U0001f600"]
+ALPHABET = list("aZs0 \t\n\r\x0b\x0c\x1c'.!~") + NON_ASCII
+
+
+@pytest.mark.parametrize("cls", [r"\p{L}", r"\p{N}", r"\s"])
+def test_ascii_classes_match_regex_character_by_character(cls: str) -> None:
+    ours = {r"\p{L}": "[A-Za-z]", r"\p{N}": "[0-9]", r"\s": r"[\t\n\x0b\x0c\r ]"}[cls]
+    for c in map(chr, range(128)):
+        assert bool(regex.fullmatch(cls, c)) == bool(regex.fullmatch(ours, c)), (cls, repr(c))
+    assert r"\t\n\x0b\x0c\r " in ASCII_PATTERN
+
+
+def test_every_short_text_over_the_alphabet() -> None:
+    small = list("a0 \t\n\r'.") + ["é", "\xa0"]
+    for n in range(1, 5):
+        for chars in itertools.product(small, repeat=n):
+            text = "".join(chars)
+            assert SPLIT(text) == FULL.findall(text), repr(text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(ALPHABET + ["\n", "\n ", "\n\t", "'re", "'LL", "123456"]), max_size=60))
+def test_generated_texts(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert SPLIT(text) == FULL.findall(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=200))
+def test_any_unicode_text(text: str) -> None:
+    assert SPLIT(text) == FULL.findall(text)
+
+
+def test_heldout_documents_and_probes() -> None:
+    text = (ROOT / "fixtures" / "heldout-2mb.txt").read_text(encoding="utf-8")
+    docs = [text[i : i + 50_000] for i in range(0, len(text), 50_000)]
+    assert sum(d.isascii() for d in docs) < len(docs)  # mixed documents take the cut path
+    for doc in docs:
+        assert SPLIT(doc) == FULL.findall(doc)
+    with open(ROOT / "fixtures" / "probes.jsonl", encoding="utf-8") as f:
+        for line in f:
+            probe = json.loads(line)
+            assert SPLIT(probe["text"]) == FULL.findall(probe["text"]), probe["id"]
+
+
+def test_cuts_are_boundaries_on_both_sides() -> None:
+    """The rule the split rests on: text cut at LINE_CUT splits like the whole."""
+    text = "x = 1  \n\n  \tdef é():\n\t'S\n中文\n \n.\n\r\n  ~"
+    whole = FULL.findall(text)
+    at = [m.start() + 1 for m in LINE_CUT.finditer(text)]
+    assert at  # the text has cuts
+    pieces = [FULL.findall(text[a:b]) for a, b in zip([0, *at], [*at, len(text)])]
+    assert [p for ps in pieces for p in ps] == whole
+
+
+def test_other_patterns_keep_regex() -> None:
+    # GPT-2's look-ahead rule comes before its newline rule: "a\n\n" alone splits differently
+    gpt2 = regex.compile(GPT2_PATTERN)
+    assert gpt2.findall("a\n\nb")[:-1] != gpt2.findall("a\n\n")
+    assert fast_split(GPT2_PATTERN, gpt2) is None
