@@ -7,16 +7,25 @@ parses special strings and adds whatever the config adds (recorded). Chat:
 ``apply_chat_template(..., return_dict=True, return_assistant_tokens_mask=True)``.
 ``split_special_tokens`` flips a shared backend flag per call, so calls are
 serialized.
+
+Streams: the stream row decodes one or two short windows per token (~300,000 calls on the
+shipped probes), and stock ``decode`` spends most of each call in ``to_py_obj`` -- a type
+conversion that is the identity on a list of ints -- before handing the ids to ``_decode``. Where
+the tokenizer's class keeps the stock ``PreTrainedTokenizerBase.decode`` (checked per object), the
+stream windows go to that same ``_decode`` with the same arguments (the same answer by
+construction: ``tests/test_backend_transformers_stream.py``); a class that overrides ``decode``
+is streamed through its own ``decode``. The decode row always calls the public ``decode``.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from conformance.backends import READS, require, shared_reference
-from conformance.backends._base import BaseBackend
+from conformance.backends._base import BaseBackend, text_stream
 from conformance.core.layout import Exports
 from conformance.core.protocol import Capability, ExportAbsent
 
@@ -36,6 +45,7 @@ class TransformersBackend(BaseBackend):
         self.reads = READS[name]
         self.version = version
         self._lock = threading.Lock()
+        self._window_decode = stock_window_decode(tok)
 
     def encode(self, text: str, *, allow_special: bool) -> list[int]:
         with self._lock:
@@ -56,6 +66,10 @@ class TransformersBackend(BaseBackend):
     def decode_text(self, ids: Sequence[int]) -> str:
         return self.tok.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
+    def stream(self, ids: Sequence[int]) -> list[str]:
+        decode = self._window_decode or self.decode_text
+        return text_stream(decode, tuple(ids), memo=self._memo("text"))
+
     def default_encode(self, text: str) -> list[int]:
         with self._lock:
             return list(self.tok(text)["input_ids"])
@@ -73,6 +87,17 @@ class TransformersBackend(BaseBackend):
                 return_assistant_tokens_mask=True,
             )
         return list(out["input_ids"]), list(out["assistant_masks"])
+
+
+def stock_window_decode(tok) -> Callable[[list[int]], str] | None:
+    """``decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)`` without its
+    ``to_py_obj`` pass, where ``tok``'s class keeps the stock ``decode`` (else ``None``)."""
+    from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+    inner = getattr(tok, "_decode", None)
+    if getattr(type(tok), "decode", None) is not PreTrainedTokenizerBase.decode or not callable(inner):
+        return None
+    return functools.partial(inner, skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
 
 def load(exports: Exports) -> TransformersBackend:
