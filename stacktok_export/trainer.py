@@ -25,6 +25,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
+import numpy as np
+
 from .ascii_split import fast_split
 from .pretokenize import compile_pattern
 from .progress import Bar, Progress
@@ -83,29 +85,21 @@ def default_workers() -> int:
 
 
 class _MergeState:
-    """Words as id lists, live pair counts, an inverted index and a lazy max-heap."""
+    """Words as id lists, live pair counts, an inverted index and a lazy max-heap (the starting
+    counts and index built in numpy, :func:`_byte_pairs`)."""
 
     def __init__(self, word_counts: dict[bytes, int], *, consume: bool = False) -> None:
-        self.words: list[list[int]] = []
-        self.freqs: list[int] = []
-        self.counts: dict[int, int] = {}
-        self.where: dict[int, list[int]] = {}
-        counts, where = self.counts, self.where
-        for word, freq in _drain(word_counts) if consume else word_counts.items():
-            if len(word) < 2:
-                continue
-            wi = len(self.words)
-            self.words.append(list(word))
-            self.freqs.append(freq)
-            for a, b in zip(word, word[1:]):
-                key = (a << _SHIFT) | b
-                counts[key] = counts.get(key, 0) + freq
-                lst = where.get(key)
-                if lst is None:
-                    where[key] = [wi]
-                elif lst[-1] != wi:
-                    lst.append(wi)
-        self.heap: list[tuple[int, int]] = [(-c, k) for k, c in counts.items()]
+        items = _drain(word_counts) if consume else iter(word_counts.items())
+        words: list[bytes] = []
+        freqs: list[int] = []
+        for word, freq in items:
+            if len(word) >= 2:  # a single byte holds no pair
+                words.append(word)
+                freqs.append(freq)
+        self.freqs = freqs
+        self.counts, self.where = _byte_pairs(words, freqs)
+        self.words: list[list[int]] = [list(w) for w in words]
+        self.heap: list[tuple[int, int]] = [(-c, k) for k, c in self.counts.items()]
         heapq.heapify(self.heap)
 
     def pop_best(self) -> tuple[int, int] | None:
@@ -169,6 +163,39 @@ class _MergeState:
             else:
                 counts.pop(k, None)
                 self.where.pop(k, None)
+
+
+def _byte_pairs(words: list[bytes], freqs: list[int]) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """The starting pair counts (weighted by word frequency) and, per pair, the words holding it.
+
+    In numpy: at the start every id is a byte, so a pair is one of 65,536 values and its count
+    is a ``bincount``; the word lists come from one stable sort of the pairs (radix for 16-bit
+    keys), so each list is in word order without repeats. Over 546k words this takes ~0.4 s where
+    the equivalent Python loop took 3.6 s.
+    """
+    if not words:
+        return {}, {}
+    lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    flat = np.frombuffer(b"".join(words), dtype=np.uint8)
+    inside = np.ones(len(flat) - 1, dtype=bool)
+    inside[np.cumsum(lens)[:-1] - 1] = False  # no pair across two words
+    pair = ((flat[:-1].astype(np.uint16) << 8) | flat[1:])[inside]
+    word = np.repeat(np.arange(len(words), dtype=np.int32), lens - 1)
+    weight = np.asarray(freqs, dtype=np.int64)[word]
+    sums = np.bincount(pair, weights=weight, minlength=1 << 16)  # float64: exact below 2**53
+    order = np.argsort(pair, kind="stable")
+    pair, word = pair[order], word[order]
+    first = np.ones(len(pair), dtype=bool)
+    first[1:] = (pair[1:] != pair[:-1]) | (word[1:] != word[:-1])
+    pair, word = pair[first], word[first]
+    starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+    present = pair[starts].astype(np.int64)
+    keys = (((present >> 8) << _SHIFT) | (present & 0xFF)).tolist()
+    counts = dict(zip(keys, sums[present].astype(np.int64).tolist()))
+    flat_words = word.tolist()
+    bounds = [*starts.tolist(), len(flat_words)]
+    where = {k: flat_words[a:b] for k, a, b in zip(keys, bounds, bounds[1:])}
+    return counts, where
 
 
 def _drain(d: dict[bytes, int]) -> Iterator[tuple[bytes, int]]:

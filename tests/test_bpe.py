@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from stacktok_export import SPECIAL_TOKENS, SPLIT_PATTERN, StackTokenizer
 from stacktok_export.textbook import merge_pair
-from stacktok_export.trainer import train_merges
+from stacktok_export.trainer import _byte_pairs, train_merges
 
 from .conftest import PROBE, need, stdlib_text
 
@@ -99,6 +99,25 @@ def test_consume_gives_the_same_merges_and_empties_the_input() -> None:
     kept = dict(words)
     assert train_merges(words, 300, consume=True) == train_merges(kept, 300)
     assert words == {} and kept
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.binary(min_size=2, max_size=12), st.integers(min_value=1, max_value=10**12), max_size=40))
+def test_starting_pairs_equal_a_plain_count(words: dict[bytes, int]) -> None:
+    """The numpy start of the merge loop: counts (exact past 2**32) and word lists in word order."""
+    order = list(words)
+    counts, where = _byte_pairs(order, [words[w] for w in order])
+    want_counts: dict[int, int] = {}
+    want_where: dict[int, list[int]] = {}
+    for wi, w in enumerate(order):
+        for a, b in zip(w, w[1:]):
+            k = a << 16 | b
+            want_counts[k] = want_counts.get(k, 0) + words[w]
+            lst = want_where.setdefault(k, [])
+            if not lst or lst[-1] != wi:
+                lst.append(wi)
+    assert counts == want_counts
+    assert where == want_where
 
 
 def test_tie_break_is_smallest_pair() -> None:
