@@ -20,14 +20,16 @@ dropout/sentencepiece-style variants.
 from __future__ import annotations
 
 import heapq
+import multiprocessing
 import os
+import queue as stdqueue
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from typing import Any
 
 import numpy as np
 
-from .ascii_split import fast_split
+from .ascii_split import LINE_CUT, fast_split
 from .pretokenize import compile_pattern
 from .progress import Bar, Progress
 
@@ -38,46 +40,115 @@ _MASK = (1 << _SHIFT) - 1
 _BATCH_BYTES = 4 << 20  # documents handed to a worker at once
 
 
-def _count_batch(args: tuple[str, list[str]]) -> Counter[str]:
-    pattern, docs = args
+def _splitter(pattern: str) -> Callable[[str], list[str]]:
     compiled = compile_pattern(pattern)
-    split = fast_split(pattern, compiled) or compiled.findall
-    counts: Counter[str] = Counter()
-    for doc in docs:
-        counts.update(split(doc))
-    return counts
+    return fast_split(pattern, compiled) or compiled.findall
 
 
-def _batches(docs: Iterable[str]) -> Iterator[list[str]]:
+def _batches(docs: Iterable[str], *, cut: bool) -> Iterator[list[str]]:
+    """Documents in groups of about ``_BATCH_BYTES`` characters; with ``cut``, a longer document
+    is cut at pre-token boundaries (:data:`~.ascii_split.LINE_CUT`) into pieces of about that
+    size, so that the workers share the end of the corpus evenly."""
     batch: list[str] = []
     size = 0
     for doc in docs:
-        batch.append(doc)
-        size += len(doc)
-        if size >= _BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
+        for piece in _pieces(doc) if cut and len(doc) > 2 * _BATCH_BYTES else (doc,):
+            batch.append(piece)
+            size += len(piece)
+            if size >= _BATCH_BYTES:
+                yield batch
+                batch, size = [], 0
     if batch:
         yield batch
+
+
+def _pieces(doc: str) -> Iterator[str]:
+    start = 0
+    while start < len(doc):
+        m = LINE_CUT.search(doc, start + _BATCH_BYTES)
+        end = len(doc) if m is None else m.end()
+        yield doc[start:end]
+        start = end
+
+
+def _count_worker(pattern: str, jobs: Any, results: Any) -> None:
+    """A counting process: split every batch from ``jobs`` until ``None``, then send one Counter."""
+    try:
+        split = _splitter(pattern)
+        counts: Counter[str] = Counter()
+        for batch in iter(jobs.get, None):
+            for doc in batch:
+                counts.update(split(doc))
+        results.put(("ok", counts))
+    except BaseException as exc:  # noqa: BLE001 -- reported to the parent, which raises it
+        results.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
 def count_pretokens(docs: Iterable[str], pattern: str, *, workers: int = 1) -> Counter[str]:
     """Count pre-token strings over a stream of documents.
 
-    With ``workers > 1`` batches of documents are split in worker processes;
-    the result is identical, only faster on multi-core machines.
+    With ``workers > 1`` batches of documents are split in worker processes, each keeping its own
+    Counter and sending it once at the end (one merge per worker here, not one per batch); at
+    most ``2 x workers`` batches wait in the queue, so memory does not grow with the corpus. The
+    result is identical, only faster on multi-core machines.
     """
+    cut = fast_split(pattern, compile_pattern(pattern)) is not None  # LINE_CUT is this pattern's
     if workers <= 1:
+        split = _splitter(pattern)
         total: Counter[str] = Counter()
-        for batch in _batches(docs):
-            total.update(_count_batch((pattern, batch)))
+        for batch in _batches(docs, cut=cut):
+            for doc in batch:
+                total.update(split(doc))
         return total
-    total = Counter()
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        jobs = ((pattern, batch) for batch in _batches(docs))
-        for counts in pool.map(_count_batch, jobs):
-            total.update(counts)
-    return total
+    ctx = multiprocessing.get_context()
+    jobs, results = ctx.Queue(maxsize=2 * workers), ctx.Queue()
+    procs = [
+        ctx.Process(target=_count_worker, args=(pattern, jobs, results), daemon=True) for _ in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        for batch in _batches(docs, cut=cut):
+            _put(jobs, batch, procs)
+        for _ in procs:
+            _put(jobs, None, procs)
+        total = Counter()
+        for _ in procs:
+            kind, got = _get(results, procs)
+            if kind != "ok":
+                raise RuntimeError(f"a pre-token counting process failed: {got}")
+            if total:
+                total.update(got)
+            else:
+                total = got
+        return total
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+
+
+def _put(queue: Any, item: Any, procs: list[Any]) -> None:
+    while True:
+        try:
+            return queue.put(item, timeout=1)
+        except stdqueue.Full:
+            _check_alive(procs)
+
+
+def _get(queue: Any, procs: list[Any]) -> Any:
+    while True:
+        try:
+            return queue.get(timeout=1)
+        except stdqueue.Empty:
+            _check_alive(procs)
+
+
+def _check_alive(procs: list[Any]) -> None:
+    dead = [p.exitcode for p in procs if not p.is_alive()]
+    if dead:
+        raise RuntimeError(f"a pre-token counting process ended without its counts (exit code {dead[0]})")
 
 
 def default_workers() -> int:
@@ -180,11 +251,13 @@ def _byte_pairs(words: list[bytes], freqs: list[int]) -> tuple[dict[int, int], d
     inside = np.ones(len(flat) - 1, dtype=bool)
     inside[np.cumsum(lens)[:-1] - 1] = False  # no pair across two words
     pair = ((flat[:-1].astype(np.uint16) << 8) | flat[1:])[inside]
+    del flat, inside
     word = np.repeat(np.arange(len(words), dtype=np.int32), lens - 1)
-    weight = np.asarray(freqs, dtype=np.int64)[word]
-    sums = np.bincount(pair, weights=weight, minlength=1 << 16)  # float64: exact below 2**53
+    # float64 weights, as bincount takes them: sums are exact below 2**53
+    sums = np.bincount(pair, weights=np.asarray(freqs, dtype=np.float64)[word], minlength=1 << 16)
     order = np.argsort(pair, kind="stable")
     pair, word = pair[order], word[order]
+    del order
     first = np.ones(len(pair), dtype=bool)
     first[1:] = (pair[1:] != pair[:-1]) | (word[1:] != word[:-1])
     pair, word = pair[first], word[first]
@@ -192,7 +265,11 @@ def _byte_pairs(words: list[bytes], freqs: list[int]) -> tuple[dict[int, int], d
     present = pair[starts].astype(np.int64)
     keys = (((present >> 8) << _SHIFT) | (present & 0xFF)).tolist()
     counts = dict(zip(keys, sums[present].astype(np.int64).tolist()))
-    flat_words = word.tolist()
+    # one int object per word, shared by every list that holds it (as the merge loop's appends
+    # share them): a fresh int per entry would cost 28 bytes x ~3.8M entries
+    shared = np.array(list(range(len(words))), dtype=object)
+    flat_words = shared[word].tolist()
+    del word, shared
     bounds = [*starts.tolist(), len(flat_words)]
     where = {k: flat_words[a:b] for k, a, b in zip(keys, bounds, bounds[1:])}
     return counts, where

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections import Counter
 
@@ -10,7 +11,7 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stacktok_export import SPECIAL_TOKENS, SPLIT_PATTERN, StackTokenizer
+from stacktok_export import SPECIAL_TOKENS, SPLIT_PATTERN, StackTokenizer, trainer
 from stacktok_export.textbook import merge_pair
 from stacktok_export.trainer import _byte_pairs, train_merges
 
@@ -101,8 +102,11 @@ def test_consume_gives_the_same_merges_and_empties_the_input() -> None:
     assert words == {} and kept
 
 
+FREQS = st.integers(min_value=1, max_value=10**12)
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.binary(min_size=2, max_size=12), st.integers(min_value=1, max_value=10**12), max_size=40))
+@given(st.dictionaries(st.binary(min_size=2, max_size=12), FREQS, max_size=40))
 def test_starting_pairs_equal_a_plain_count(words: dict[bytes, int]) -> None:
     """The numpy start of the merge loop: counts (exact past 2**32) and word lists in word order."""
     order = list(words)
@@ -252,3 +256,30 @@ def test_special_token_id_error_lists_known(small_tok: StackTokenizer) -> None:
 
 def test_probe_round_trips(small_tok: StackTokenizer) -> None:
     assert small_tok.decode(small_tok.encode(PROBE)) == PROBE
+
+
+def test_counting_cuts_long_documents_at_pre_token_boundaries(monkeypatch) -> None:
+    """Documents past twice the batch size are cut at LINE_CUT: the counts stay the whole texts'."""
+    monkeypatch.setattr(trainer, "_BATCH_BYTES", 2_000)
+    docs = [stdlib_text(60_000), "short é text\n  x", stdlib_text(9_000) + "\n\n中文 ok\n" * 50]
+    pieces = [p for batch in trainer._batches(docs, cut=True) for p in batch]
+    assert len(pieces) > len(docs) and "".join(pieces) == "".join(docs)
+    want = Counter(t for d in docs for t in regex.findall(SPLIT_PATTERN, d))
+    assert trainer.count_pretokens(iter(docs), SPLIT_PATTERN, workers=1) == want
+    assert trainer.count_pretokens(iter(docs), SPLIT_PATTERN, workers=2) == want
+    # another pattern is never cut (LINE_CUT is a boundary of the Llama-3 pattern only)
+    gpt2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+    want2 = Counter(t for d in docs for t in regex.findall(gpt2, d))
+    assert trainer.count_pretokens(iter(docs), gpt2, workers=2) == want2
+
+
+@pytest.mark.parametrize("how", ["raises", "dies"])
+def test_a_failed_counting_process_is_an_error_not_a_hang(monkeypatch, how: str) -> None:
+    def broken(pattern, jobs, results):
+        if how == "dies":
+            os._exit(3)
+        results.put(("error", "MemoryError: boom"))
+
+    monkeypatch.setattr(trainer, "_count_worker", broken)
+    with pytest.raises(RuntimeError, match="exit code 3" if how == "dies" else "MemoryError: boom"):
+        trainer.count_pretokens(iter(["some text\n"] * 50), SPLIT_PATTERN, workers=2)
