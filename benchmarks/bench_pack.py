@@ -251,7 +251,7 @@ class _RayCluster:
             text=True,
         )
         self.started_in = time.perf_counter() - start
-        self.address = f"127.0.0.1:{port}"
+        self.address = "auto"  # the head started here (its token file is read as any client does)
 
     def stop(self) -> None:
         subprocess.run(self._stop, check=False, capture_output=True)
