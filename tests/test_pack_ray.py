@@ -179,3 +179,32 @@ def test_a_killed_driver_rerun_redoes_only_the_parts_not_committed(cluster, inpu
     assert committed.stat().st_ino == inode  # a committed part is kept, not redone
     assert _files(out) == _files(local)
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp") or p.name.startswith("part-")]
+
+
+@pytest.mark.parametrize(
+    "address, env, hinted",
+    [("10.0.0.9:6379", None, True), ("auto", None, False), ("10.0.0.9:6379", "token", False)],
+)
+def test_a_refused_join_by_address_names_token_authentication(monkeypatch, address, env, hinted) -> None:
+    """Ray >= 2.59's `ray start` turns on token auth; a client naming HOST:PORT then fails to connect
+    unless RAY_AUTH_MODE=token is set (measured on Ray 2.60). The one-line error says what to set."""
+    ray = need("ray", "ray")
+    from stacktok_export.pack import raycluster
+
+    def refuse(**kwargs):
+        raise ConnectionError(f"Failed to connect to Ray cluster at {kwargs['address']}")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", refuse)
+    if env is None:
+        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    else:
+        monkeypatch.setenv("RAY_AUTH_MODE", env)
+    with pytest.raises(EngineError) as err:
+        raycluster.start(workers=2, address=address)
+    line = str(err.value)
+    assert (
+        line.startswith(f"cannot start or join Ray (--address {address}): Failed to connect")
+        and "\n" not in line
+    )
+    assert ("RAY_AUTH_MODE=token and RAY_AUTH_TOKEN" in line) is hinted

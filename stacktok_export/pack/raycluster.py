@@ -20,6 +20,7 @@ Out of scope: object-store settings, autoscaling, GPUs, copying inputs to nodes.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -50,9 +51,25 @@ def start(*, workers: int, address: str | None) -> int:
         try:
             ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR", **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise EngineError(f"cannot start or join Ray (--address {address or 'local'}): {exc}") from None
+            where = address or "local"
+            raise EngineError(
+                f"cannot start or join Ray (--address {where}): {exc}{_auth_hint(address)}"
+            ) from None
     logging.getLogger("ray").setLevel(logging.WARNING)
     return workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+def _auth_hint(address: str | None) -> str:
+    """What to try when joining a cluster by HOST:PORT fails: since Ray 2.59 ``ray start`` turns
+    on token authentication, which ``--address auto`` picks up on the head's machine but a client
+    naming the address does not (measured with Ray 2.60: "Failed to connect" until
+    ``RAY_AUTH_MODE=token`` is set)."""
+    if not address or address == "auto" or os.environ.get("RAY_AUTH_MODE"):
+        return ""
+    return (
+        "; if the cluster uses token authentication (`ray start` turns it on from Ray 2.59), set "
+        "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the head's `ray get-auth-token` and rerun"
+    )
 
 
 def _one_line(exc: BaseException) -> str:
