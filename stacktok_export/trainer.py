@@ -134,21 +134,30 @@ def _put(queue: Any, item: Any, procs: list[Any]) -> None:
         try:
             return queue.put(item, timeout=1)
         except stdqueue.Full:
-            _check_alive(procs)
+            _check_failed(procs)
 
 
 def _get(queue: Any, procs: list[Any]) -> Any:
+    """The next result; an error when a process failed, or when every process exited and the
+    queue stayed empty for another second (a process that exited with 0 sent its counts first)."""
+    all_exited_before = False
     while True:
         try:
             return queue.get(timeout=1)
         except stdqueue.Empty:
-            _check_alive(procs)
+            _check_failed(procs)
+            if all_exited_before:
+                lost = "the pre-token counting processes exited without sending every count"
+                raise RuntimeError(lost) from None
+            all_exited_before = all(p.exitcode == 0 for p in procs)
 
 
-def _check_alive(procs: list[Any]) -> None:
-    dead = [p.exitcode for p in procs if not p.is_alive()]
-    if dead:
-        raise RuntimeError(f"a pre-token counting process ended without its counts (exit code {dead[0]})")
+def _check_failed(procs: list[Any]) -> None:
+    """Raise when a counting process exited with an error or a signal (exit code 0 is a process
+    that finished: its counts are in the queue, not lost)."""
+    failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+    if failed:
+        raise RuntimeError(f"a pre-token counting process ended without its counts (exit code {failed[0]})")
 
 
 def default_workers() -> int:

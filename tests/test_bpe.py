@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import warnings
 from collections import Counter
 
@@ -283,3 +284,24 @@ def test_a_failed_counting_process_is_an_error_not_a_hang(monkeypatch, how: str)
     monkeypatch.setattr(trainer, "_count_worker", broken)
     with pytest.raises(RuntimeError, match="exit code 3" if how == "dies" else "MemoryError: boom"):
         trainer.count_pretokens(iter(["some text\n"] * 50), SPLIT_PATTERN, workers=2)
+
+
+def test_a_counting_process_that_finishes_early_is_not_a_failure(monkeypatch) -> None:
+    """One process ends (exit 0, its counts sent) while the other still works for seconds."""
+    real = trainer._count_worker
+
+    def uneven(pattern, jobs, results):
+        def slow_get():
+            batch = jobs.get()
+            if batch is not None and "slow" in batch[0]:
+                time.sleep(2.5)  # past the parent's 1 s checks, with the other process gone
+            return batch
+
+        class Jobs:
+            get = staticmethod(slow_get)
+
+        real(pattern, Jobs(), results)
+
+    monkeypatch.setattr(trainer, "_count_worker", uneven)
+    got = trainer.count_pretokens(iter(["slow text here\n"]), SPLIT_PATTERN, workers=2)
+    assert got == Counter(regex.findall(SPLIT_PATTERN, "slow text here\n"))
