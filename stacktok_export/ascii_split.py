@@ -57,9 +57,15 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 Split = Callable[[str], list[str]]
 
 
+def cuts_at_lines(pattern: str) -> bool:
+    """Whether :data:`LINE_CUT` positions are pre-token boundaries of ``pattern`` (and so whether
+    :func:`fast_split` serves it): the Llama-3 pattern only."""
+    return pattern == LLAMA3_PATTERN
+
+
 def fast_split(pattern: str, compiled: regex.Pattern[str]) -> Split | None:
     """``compiled.findall`` at ``re``'s speed on ASCII stretches; ``None`` for another pattern."""
-    if pattern != LLAMA3_PATTERN:
+    if not cuts_at_lines(pattern):
         return None
     full = compiled.findall
     ascii_findall = _ASCII.findall

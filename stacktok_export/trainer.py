@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .ascii_split import LINE_CUT, fast_split
+from .ascii_split import LINE_CUT, cuts_at_lines, fast_split
 from .pretokenize import compile_pattern
 from .progress import Bar, Progress
 
@@ -92,7 +92,7 @@ def count_pretokens(docs: Iterable[str], pattern: str, *, workers: int = 1) -> C
     most ``2 x workers`` batches wait in the queue, so memory does not grow with the corpus. The
     result is identical, only faster on multi-core machines.
     """
-    cut = fast_split(pattern, compile_pattern(pattern)) is not None  # LINE_CUT is this pattern's
+    cut = cuts_at_lines(pattern)
     if workers <= 1:
         split = _splitter(pattern)
         total: Counter[str] = Counter()
