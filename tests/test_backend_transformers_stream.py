@@ -12,7 +12,8 @@ from conformance.checks.loading import load_named
 from conformance.core.fixtures import load_probes
 from conformance.core.layout import Exports
 
-pytest.importorskip("transformers")
+from .conftest import need
+
 pytestmark = pytest.mark.transformers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,6 +23,7 @@ EXPORTS = Exports.discover(TOKENIZER / "stack100m-32768-hf", artifact=TOKENIZER 
 
 @pytest.mark.parametrize("name", ["transformers", "transformers-reload"])
 def test_stream_equals_the_public_decode_on_every_probe(name: str) -> None:
+    need("transformers", "hf")
     backend = load_named(name, EXPORTS).backend
     assert isinstance(backend, TransformersBackend)
     assert backend._window_decode is not None  # the stock classes take the short path
@@ -33,6 +35,7 @@ def test_stream_equals_the_public_decode_on_every_probe(name: str) -> None:
 
 
 def test_a_class_that_overrides_decode_is_streamed_through_it() -> None:
+    need("transformers", "hf")
     backend = load_named("transformers", EXPORTS).backend
     base = type(backend.tok)
 
