@@ -6,9 +6,11 @@ The input is llama.cpp's ``models/ggml-vocab-llama-bpe.gguf`` (128,256 ids, 280,
 the tests find it). The competitor is a ``tiktoken.Encoding`` built from the imported ranks
 (ids = ranks, the Llama-3 pattern: what Meta's own tiktoken file holds), single-threaded.
 
-Rows: import wall time (target <= 10 s); cold encode of the held-out text's first half in 50 KB
-documents (caches cleared; target >= 0.3x tiktoken's speed); warm on a new text (the second half
-after the first).
+Rows: import wall time (target <= 10 s); the first encode after the import (the held-out text's
+first half in 50 KB documents: it also builds the numpy pair table for the 280,147 merges, once per
+process); cold, as ``bench_encode.py`` defines it (the same half, caches cleared before each of
+three runs, best run; target >= 0.3x tiktoken's speed); warm on a new text (caches cleared, the
+first half encoded, the second half timed; best of three).
 
     python benchmarks/bench_import.py
 
@@ -54,6 +56,15 @@ def _timed(fn, docs: list[str]) -> tuple[float, list[list[int]]]:
     return time.perf_counter() - start, out
 
 
+def _best(fn, docs: list[str], setup, repeat: int = 3) -> tuple[float, list[list[int]]]:
+    """The best of ``repeat`` timed runs, ``setup()`` (untimed) before each."""
+    runs = []
+    for _ in range(repeat):
+        setup()
+        runs.append(_timed(fn, docs))
+    return min(t for t, _ in runs), runs[-1][1]
+
+
 def main() -> None:
     import tiktoken
 
@@ -66,19 +77,28 @@ def main() -> None:
     enc = tiktoken.Encoding("llama-bpe", pat_str=tok.pattern, mergeable_ranks=ranks, special_tokens={})
     text = (ROOT / "fixtures" / "heldout-2mb.txt").read_text(encoding="utf-8")
     first, second = _docs(text[: len(text) // 2]), _docs(text[len(text) // 2 :])
-    tok._clear_caches()
-    ours_cold, a = _timed(tok.encode, first)
-    theirs_cold, b = _timed(enc.encode_ordinary, first)
+    ours_first, a = _timed(tok.encode, first)
+    theirs_first, b = _timed(enc.encode_ordinary, first)
     if a != b:
         raise SystemExit("ids differ on the held-out text's first half")
-    ours_warm, a = _timed(tok.encode, second)
-    theirs_warm, b = _timed(enc.encode_ordinary, second)
+    ours_cold, a = _best(tok.encode, first, tok._clear_caches)
+    theirs_cold, b = _best(enc.encode_ordinary, first, lambda: None)
+    if a != b:
+        raise SystemExit("ids differ on the held-out text's first half")
+
+    def warm() -> None:
+        tok._clear_caches()
+        _timed(tok.encode, first)
+
+    ours_warm, a = _best(tok.encode, second, warm)
+    theirs_warm, b = _best(enc.encode_ordinary, second, lambda: None)
     if a != b:
         raise SystemExit("ids differ on the held-out text's second half")
     load = os.getloadavg()[0]
     print(f"import llama-bpe GGUF ({tok.vocab_size:,} ids, {len(tok.merges):,} merges): {seconds:.2f} s")
-    print(f"cold encode, held-out 1st half: {theirs_cold / ours_cold:.2f}x tiktoken's speed")
-    print(f"warm on a new text (2nd half):  {theirs_warm / ours_warm:.2f}x tiktoken's speed")
+    print(f"first encode after import (1st half): {theirs_first / ours_first:.2f}x tiktoken's speed")
+    print(f"cold encode, held-out 1st half:       {theirs_cold / ours_cold:.2f}x tiktoken's speed")
+    print(f"warm on a new text (2nd half):        {theirs_warm / ours_warm:.2f}x tiktoken's speed")
     print(f"load average {load:.1f}")
 
 

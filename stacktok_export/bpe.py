@@ -227,8 +227,8 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
     # ---------------------------------------------------------------- encoding
     def _bpe(self, data: bytes) -> list[int]:
         """Merge-list BPE of one pre-token's bytes."""
-        if self._whole is not None and data in self._whole:
-            return [self._whole[data]]  # ignore_merges: a whole-token pre-token is that token
+        if self._reach is not None and data in self._reach:
+            return [self._reach[data]]  # a whole token by the source's rule or by its own BPE
         if self._drop is not None:  # bytes without a token leave before any path sees the data
             data = data.translate(None, self._drop)
         if len(data) <= _SHORT:
@@ -402,22 +402,28 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
 
         if self._pair_ranks is None:
             self._pair_ranks = self._batch_ranks(bpe_batch)
-        whole, drop = self._whole, self._drop
-        short: list[Any] = []
-        batch: list[bytes] = []
-        for piece, data in zip(keys, datas):
-            if whole is not None and data in whole:
-                into[piece] = [whole[data]]
-                continue
-            if drop is not None:
-                data = data.translate(None, drop)
-            if not data:
-                into[piece] = []  # only bytes without a token
-            elif len(data) <= _BATCH_BYTES:
-                short.append(piece)
-                batch.append(data)
-            else:
-                into[piece] = self._bpe_long(data)
+        self._batched += len(keys)
+        if self._reach is None and self._batched >= len(self._table):
+            self._reach = self._self_reachable()
+        if self._reach is not None:  # whole tokens first, in C (a third of the pre-tokens)
+            found = list(map(self._reach.get, datas))
+            if found.count(None) < len(found):
+                into.update((key, [t]) for key, t in zip(keys, found) if t is not None)
+                rest = [t is None for t in found]
+                keys, datas = list(itertools.compress(keys, rest)), list(itertools.compress(datas, rest))
+        short, batch = keys, datas
+        if self._drop is not None or (datas and max(map(len, datas)) > _BATCH_BYTES):
+            short, batch = [], []
+            for piece, data in zip(keys, datas):
+                if self._drop is not None:
+                    data = data.translate(None, self._drop)
+                if not data:
+                    into[piece] = []  # only bytes without a token
+                elif len(data) <= _BATCH_BYTES:
+                    short.append(piece)
+                    batch.append(data)
+                else:
+                    into[piece] = self._bpe_long(data)
         bpe_batch.batch_bpe(short, batch, self._pair_ranks, into, finish=self._bpe_short)
 
     # ---------------------------------------------------------------- decoding

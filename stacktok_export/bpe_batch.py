@@ -21,6 +21,8 @@ import numpy as np
 
 MISS = np.int32(1 << 30)  # rank of a pair that never merges
 TAIL = 24  # pre-tokens left in a batch below which ``finish`` ends them one by one
+_SEARCH_BELOW = 256  # look-ups of fewer keys binary-search the sorted keys, more read the hash
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing's multiplier (2^64 / golden ratio)
 
 
 class PairRanks:
@@ -48,20 +50,55 @@ class PairRanks:
         order = np.argsort(keys, kind="stable")
         self._keys = keys[order].astype(np.int64)
         self._vals = values[order].astype(np.int32)
+        # the same with a sentinel key above every pair key (a search never runs off the end)
+        self._keys_all = np.append(self._keys, np.iinfo(np.int64).max)
+        self._vals_all = np.append(self._vals, MISS)
         self.unsafe: np.ndarray | None = None  # unsafe[rank value]: merge one occurrence per round
         if unsafe is not None and len(unsafe):
             self.unsafe = np.zeros(int(max(values.max(), unsafe.max())) + 1, dtype=bool)
             self.unsafe[unsafe] = True
+        self._hash_table()
         ids = np.arange(256, dtype=np.int32) if self.byte_ids is None else self.byte_ids
         # dense: (x << 8) | y for two bytes x, y
         self.bytes = self.lookup(np.repeat(ids, 256), np.tile(ids, 256))
 
+    def _hash_table(self) -> None:
+        """A direct-mapped hash of the keys (4 to 8 slots a key): one random read per look-up where
+        a binary search makes ~17 over the whole key array. The first key of a slot lives in
+        it; the others (~10 %) stay in a sorted array, searched only for the keys whose
+        slot is marked ``_crowded``."""
+        bits = max(10, (4 * max(1, len(self._keys)) - 1).bit_length())
+        self._hash_shift = np.uint64(64 - bits)
+        home = self._slot(self._keys)
+        taken, first = np.unique(home, return_index=True)
+        self._slot_keys = np.full(1 << bits, -1, dtype=np.int64)  # no pair key is negative
+        self._slot_vals = np.full(1 << bits, MISS, dtype=np.int32)
+        self._slot_keys[taken] = self._keys[first]
+        self._slot_vals[taken] = self._vals[first]
+        rest = np.ones(len(self._keys), dtype=bool)
+        rest[first] = False
+        self._crowded = np.zeros(1 << bits, dtype=bool)
+        self._crowded[home[rest]] = True
+        # sorted (``_keys`` is), with a sentinel above every key so a search never runs off the end
+        self._rest_keys = np.append(self._keys[rest], np.iinfo(np.int64).max)
+        self._rest_vals = np.append(self._vals[rest], MISS)
+
+    def _slot(self, key: np.ndarray) -> np.ndarray:
+        return ((key.astype(np.uint64) * _GOLDEN) >> self._hash_shift).astype(np.intp)
+
     def lookup(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         key = (a.astype(np.int64) << self.key_shift) | b
-        if not len(self._keys):
-            return np.full(len(key), MISS, dtype=np.int32)
-        at = np.minimum(np.searchsorted(self._keys, key), len(self._keys) - 1)
-        return np.where(self._keys[at] == key, self._vals[at], MISS)
+        if len(key) < _SEARCH_BELOW:  # a few keys: one binary search costs fewer numpy calls
+            at = np.searchsorted(self._keys_all, key)
+            return np.where(self._keys_all[at] == key, self._vals_all[at], MISS)
+        slot = self._slot(key)
+        out = np.where(self._slot_keys[slot] == key, self._slot_vals[slot], MISS)
+        crowded = np.flatnonzero(self._crowded[slot])
+        if len(crowded):
+            k = key[crowded]
+            at = np.searchsorted(self._rest_keys, k)
+            out[crowded] = np.where(self._rest_keys[at] == k, self._rest_vals[at], out[crowded])
+        return out
 
 
 def batch_bpe(

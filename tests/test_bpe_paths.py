@@ -204,3 +204,55 @@ def test_other_patterns_skip_the_line_cache(pattern: str) -> None:
     tok = StackTokenizer(pattern)
     text = "a\n b\n" * 2000
     assert tok.encode(text) == list(text.encode()) and not tok._seen_lines
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(merges=merge_tables(), datas=st.lists(byte_strings.filter(bool), min_size=1, max_size=40))
+def test_whole_token_table_holds_exactly_the_tokens_their_own_bpe_makes(
+    merges: list[tuple[int, int]], datas: list[bytes]
+) -> None:
+    """Random tables hold unreachable tokens and tokens spelled alike: neither may be answered
+    from the table, and pre-tokens answered from it encode as the textbook says."""
+    tok = tokenizer(merges)
+    table = tok.id_bytes()
+    reach = tok._self_reachable()
+    assert reach == {table[i]: i for i in range(len(table)) if textbook_bpe(table[i], merges) == [i]}
+    tok._reach = reach
+    keys = [*datas, *table[:300]]  # many, so the numpy batch runs: the table is read there too
+    got: dict[bytes, list[int]] = {}
+    tok._bpe_keyed(keys, keys, got)
+    assert got == {d: textbook_bpe(d, merges) for d in keys}
+    assert [tok._bpe(d) for d in datas] == [textbook_bpe(d, merges) for d in datas]
+
+
+def test_whole_token_table_is_built_once_the_batches_have_merged_a_vocabulary() -> None:
+    """Not before (a short job never pays ~0.1 s for it), and then with every shipped token."""
+    tok = load_tokenizer(SHIPPED)
+    text = (ROOT / "fixtures" / "heldout-2mb.txt").read_text(encoding="utf-8")
+    tok.encode(text[:20_000])
+    assert tok._reach is None
+    tok.encode(text)  # ~37,000 distinct pre-tokens: more than the 32,759 ordinary tokens
+    assert tok._reach is not None and len(tok._reach) == 32_759
+    tok._clear_caches()
+    assert tok.encode(text[:200_000]) == need("stacktok_export.export.tiktoken_fmt", "tiktoken").to_tiktoken(
+        tok
+    ).encode_ordinary(text[:200_000])
+
+
+@pytest.mark.parametrize("n", [5, 255, 256, 5000])
+def test_numpy_pair_ranks_equal_the_rank_dict(n: int) -> None:
+    """Both look-up paths (a binary search below 256 keys, the hash above it, with its crowded
+    slots) against the dict, on present pairs, absent pairs and pairs of absent ids."""
+    import numpy as np
+
+    tok = load_tokenizer(SHIPPED)
+    ranks = tok._batch_ranks(bpe_batch)
+    assert len(ranks._rest_keys) > 100  # crowded slots exist: the second path is exercised
+    rng = np.random.default_rng(n)
+    present = rng.choice(np.array(list(tok._rank), dtype=np.int64), n)
+    crowded = ranks._rest_keys[rng.integers(0, len(ranks._rest_keys) - 1, n)]
+    absent = rng.integers(0, 1 << 16, n, dtype=np.int64) << 16 | rng.integers(0, 1 << 16, n)
+    for keys in (present, crowded, absent, np.concatenate((present, absent))):
+        got = ranks.lookup(keys >> 16, keys & 0xFFFF)
+        want = [tok._rank.get(k, int(bpe_batch.MISS)) for k in keys.tolist()]
+        assert got.tolist() == want
