@@ -19,7 +19,7 @@ import argparse
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from conformance.backends import REGISTRY, check_selection, unavailable_backends
+from conformance.backends import REGISTRY, check_selection, shared_reference, unavailable_backends
 from conformance.core.errors import UsageError
 from conformance.core.fixtures import FixtureSet
 from conformance.core.hub import Target, resolve_target
@@ -94,7 +94,7 @@ def plan(args: argparse.Namespace) -> Plan:
         )
     check_outputs(directory, outputs(args))
     artifact = args.artifact or shipped_artifact_path()
-    ref = StackTokenizer.load(artifact)
+    ref = shared_reference(artifact)  # the one the runner and the adapters use: loaded once
     exports = Exports.discover(directory, artifact=artifact)
     if target.repo is not None:  # a Hub snapshot: the GGUF asked for with --gguf, never one cached
         exports = replace(exports, gguf=target.gguf)
