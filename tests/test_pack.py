@@ -377,3 +377,41 @@ def test_an_unreachable_token_never_takes_the_tiktoken_path(tmp_path: Path) -> N
     _pack([tmp_path / "t.jsonl"], tmp_path / "out", artifact=str(tmp_path / "trap.json"), verify=0.0)
     docs = [d.tolist() for d in PackReader(tmp_path / "out", tokenizer=tok).documents()]
     assert docs == [[tok.bos_id, *tok.encode(t), tok.eos_id] for t in texts]
+
+
+def test_each_piece_of_a_cut_input_is_a_part_and_small_inputs_share_one(tmp_path: Path) -> None:
+    """Plan version 1 grouped pieces by size, so a piece one line short of --part-bytes (about
+    half of them) doubled the next part; pieces now stand alone, small whole inputs still share."""
+    import random
+
+    from stacktok_export.corpus import CorpusOptions
+    from stacktok_export.pack.plan import PLAN_VERSION, cut_units, group_parts
+
+    rng = random.Random(7)
+    big = tmp_path / "big.jsonl"
+    big.write_text(
+        "".join(json.dumps({"text": "x" * rng.randrange(20, 900)}) + "\n" for _ in range(600)),
+        encoding="utf-8",
+    )
+    smalls = [tmp_path / f"small{i}.jsonl" for i in range(5)]
+    for p in smalls:
+        p.write_text(json.dumps({"text": "y" * 3000}) + "\n", encoding="utf-8")
+    paths = [big, *smalls]
+    units = cut_units(
+        [str(p) for p in paths], [p.stat().st_size for p in paths], CorpusOptions(), part_bytes=10_000
+    )
+    pieces = [u for u in units if u.cut]
+    assert len(pieces) > 20 and any(u.size < 10_000 for u in pieces[:-1])  # short pieces exist
+    parts = group_parts(units, part_bytes=10_000)
+    assert [p.units for p in parts[: len(pieces)]] == [(u,) for u in pieces]
+    assert [len(p.units) for p in parts[len(pieces) :]] == [4, 1]  # 4 x ~3 KB reach 10 KB, then 1
+    assert [p.index for p in parts] == list(range(len(parts)))
+    # the plan version is in the header: a rerun under another plan refuses instead of mixing parts
+    out = tmp_path / "out"
+    manifest = _pack([big], out, part_bytes=10_000)
+    assert manifest["plan"] == PLAN_VERSION == 2
+    doc = json.loads((out / "manifest.json").read_text())
+    doc["plan"] = 1
+    (out / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(PackError, match="made with a different plan"):
+        _pack([big], out, part_bytes=10_000)

@@ -111,6 +111,7 @@ def header(tok: StackTokenizer, inputs: list[dict[str, Any]], opts: PackOptions)
     c = opts.corpus
     return {
         "format": FORMAT,
+        "plan": plan.PLAN_VERSION,
         "dtype": token_dtype(tok.vocab_size),
         "tokenizer": _tokenizer_info(tok),
         "encoder": {

@@ -5,7 +5,8 @@ or text file (``--text-docs line|paragraph``) cut at the first document
 boundary at or after every multiple of ``part_bytes``, a run of Parquet row
 groups of about ``part_bytes``, or a whole input (compressed, ``--text-docs
 file``, or small). A *part* is consecutive units holding at least
-``part_bytes`` of input (small inputs share one; the last part may hold less).
+``part_bytes`` of input: each piece of a cut input alone, whole inputs grouped (small ones
+share a part; the last part may hold less).
 Each choice depends on the inputs' bytes and ``part_bytes`` only -- never on
 the engine, the worker count or timing -- so the parts, and the shards each
 writes, are the same in every run.
@@ -27,6 +28,9 @@ from ..corpus import PARAGRAPH_BREAK, CorpusOptions, input_kind, read_input, spl
 from ..corpus_io import WHOLE, CorpusError, Span, compressed
 
 DEFAULT_PART_BYTES = 64 << 20
+#: how inputs become parts (in every pack's header: a rerun never mixes parts of two plans);
+#: 2: a piece of a cut input is a part by itself (:func:`group_parts`)
+PLAN_VERSION = 2
 SCAN = 1 << 20  # bytes read at a time looking for a boundary
 MAX_SCAN = 64 << 20  # no boundary this far after a cut point: the cut is dropped
 _BLANK_LINE = re.compile(rb"[ \t]*\r?")  # a line a paragraph break can consume (without its \n)
@@ -190,14 +194,29 @@ def number_units(units: Sequence[Unit], counts: dict[int, tuple[int, int]]) -> l
 
 
 def group_parts(units: Sequence[Unit], *, part_bytes: int) -> list[Part]:
-    """Consecutive units into parts of at least ``part_bytes`` (the last may hold less)."""
+    """Units into parts: each piece of a cut input is a part by itself, and whole inputs are
+    grouped, in order, until a part holds at least ``part_bytes`` (the last may hold less).
+
+    A piece already holds about ``part_bytes``: its cuts are the first document boundaries at or
+    after two multiples of ``part_bytes``, so it is a line longer or shorter. Grouping pieces by
+    size merged every piece a line short of ``part_bytes`` with the next one -- about half of
+    them, parts of twice the size, and the Ray engine's last tasks ran alone (plan version 1).
+    """
     parts: list[Part] = []
     run: list[Unit] = []
+
+    def close() -> None:
+        if run:
+            parts.append(Part(len(parts), tuple(run)))
+            run.clear()
+
     for u in units:
+        if u.cut:
+            close()
+            parts.append(Part(len(parts), (u,)))
+            continue
         run.append(u)
         if sum(x.size for x in run) >= part_bytes:
-            parts.append(Part(len(parts), tuple(run)))
-            run = []
-    if run:
-        parts.append(Part(len(parts), tuple(run)))
+            close()
+    close()
     return parts

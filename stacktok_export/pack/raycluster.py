@@ -47,7 +47,11 @@ def start(*, workers: int, address: str | None) -> int:
     except ImportError:
         raise EngineError("--engine ray needs Ray: pip install 'stacktok[ray]'") from None
     if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"address": address} if address else {"num_cpus": workers or 1}
+        # without --address a new local Ray, even where `ray start` runs one (Ray would join that
+        # and refuse num_cpus: "When connecting to an existing cluster, num_cpus ... must not be provided")
+        kwargs: dict[str, Any] = (
+            {"address": address} if address else {"address": "local", "num_cpus": workers or 1}
+        )
         try:
             ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR", **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
