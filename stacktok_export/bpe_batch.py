@@ -63,8 +63,10 @@ class PairRanks:
         self.bytes = self.lookup(np.repeat(ids, 256), np.tile(ids, 256))
 
     def _hash_table(self) -> None:
-        """A direct-mapped hash of the keys (4 to 8 slots a key): one random read per look-up where
-        a binary search makes ~17 over the whole key array. The first key of a slot lives in
+        """A direct-mapped hash of the keys (4 to 8 slots a key: 1.7 MB for our 32,503 merges, 27 MB
+        for Llama-3's 280,147): one random read per look-up where a binary search makes ~17 over
+        the whole key array (measured: 30 us vs 250 us for 2,000 keys; below ``_SEARCH_BELOW``
+        keys the search's fewer numpy calls win). The first key of a slot lives in
         it; the others (~10 %) stay in a sorted array, searched only for the keys whose
         slot is marked ``_crowded``."""
         bits = max(10, (4 * max(1, len(self._keys)) - 1).bit_length())

@@ -256,3 +256,25 @@ def test_numpy_pair_ranks_equal_the_rank_dict(n: int) -> None:
         got = ranks.lookup(keys >> 16, keys & 0xFFFF)
         want = [tok._rank.get(k, int(bpe_batch.MISS)) for k in keys.tolist()]
         assert got.tolist() == want
+
+
+def test_a_long_pretoken_pauses_the_garbage_collector_only_while_it_merges() -> None:
+    """The collector runs again afterwards (also after an error), and stays off if it was off."""
+    import gc
+
+    tok = load_tokenizer(SHIPPED)
+    data = ("abcdefghij" * 2000).encode()
+    assert gc.isenabled()
+    assert tok._bpe_long(data) == tok._bpe_heap(list(data))
+    assert gc.isenabled()
+    tok._merge_chunks, saved = None, tok._merge_chunks  # the merge step fails mid-way
+    with pytest.raises(TypeError):
+        tok._bpe_long(b"xyz" * 5000)
+    tok._merge_chunks = saved
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        tok._bpe_long(data)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
