@@ -45,7 +45,7 @@ from . import vocab as _vocab
 from .api import EncodingAPI
 from .artifact import shipped_artifact_path  # re-exported here; its home is artifact.py
 from .ascii_split import LINE_CUT, fast_split
-from .merging import _BATCH, _BATCH_BYTES, MergePaths, _fill
+from .merging import _BATCH, _BATCH_BYTES, MergePaths, _fill, _gc_paused
 from .pretokenize import LLAMA3_PATTERN, compile_pattern, isolated_split
 from .tables import VocabTables
 from .trainer import ProgressFn, count_pretokens, default_workers, train_merges
@@ -384,7 +384,8 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
 
     def _cached(self, pieces: list[str]) -> dict[str, list[int]]:
         """The pre-token cache, holding every one of ``pieces`` (cleared first when full)."""
-        _fill(self._cache, pieces, self._bpe_into)
+        with _gc_paused():  # a text with many new pre-tokens caches as many id lists
+            _fill(self._cache, pieces, self._bpe_into)
         return self._cache
 
     def _bpe_into(self, pieces: Collection[str], cache: dict[str, list[int]]) -> None:

@@ -258,7 +258,7 @@ def test_numpy_pair_ranks_equal_the_rank_dict(n: int) -> None:
         assert got.tolist() == want
 
 
-def test_a_long_pretoken_pauses_the_garbage_collector_only_while_it_merges() -> None:
+def test_the_garbage_collector_is_paused_only_while_new_ids_merge() -> None:
     """The collector runs again afterwards (also after an error), and stays off if it was off."""
     import gc
 
@@ -266,6 +266,8 @@ def test_a_long_pretoken_pauses_the_garbage_collector_only_while_it_merges() -> 
     data = ("abcdefghij" * 2000).encode()
     assert gc.isenabled()
     assert tok._bpe_long(data) == tok._bpe_heap(list(data))
+    assert gc.isenabled()
+    tok.encode(" ".join(f"w{i}" for i in range(5000)))  # many new pre-tokens: the cache's pause
     assert gc.isenabled()
     tok._merge_chunks, saved = None, tok._merge_chunks  # the merge step fails mid-way
     with pytest.raises(TypeError):
