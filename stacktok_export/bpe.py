@@ -42,10 +42,11 @@ from typing import TYPE_CHECKING, Any
 
 from . import artifact as _artifact
 from . import vocab as _vocab
+from ._gc import paused as _gc_paused
 from .api import EncodingAPI
 from .artifact import shipped_artifact_path  # re-exported here; its home is artifact.py
 from .ascii_split import LINE_CUT, fast_split
-from .merging import _BATCH, _BATCH_BYTES, MergePaths, _fill, _gc_paused
+from .merging import _BATCH, _BATCH_BYTES, MergePaths, _fill
 from .pretokenize import LLAMA3_PATTERN, compile_pattern, isolated_split
 from .tables import VocabTables
 from .trainer import ProgressFn, count_pretokens, default_workers, train_merges

@@ -13,12 +13,12 @@ Out of scope: splitting text into pre-tokens and the caches (``bpe.py``), the pu
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import heapq
 import itertools
 import operator
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
+
+from ._gc import paused as _gc_paused
 
 _MISS = 1 << 62  # rank of a pair that never merges (above every packed rank, see tables.py)
 _ID = (1 << 31) - 1  # a rank value's low 31 bits are the merged id
@@ -158,26 +158,6 @@ class MergePaths:
                 if pr is not None:
                     heapq.heappush(heap, (pr, p))
         return [s for s in sym if s >= 0]
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused (if it runs) while new id lists are merged and cached.
-
-    A long pre-token's window caches ~100,000 chunk lists and a text of many new pre-tokens one
-    list each; the collector's passes over every list already cached made 10 MB cost far more
-    than 10x 1 MB (10 MB of random letters: 4.9-5.2 s with it, 3.5 s paused; a 10 MB base64
-    blob, 950,000 new pre-tokens: 7.7 s, 5.4 s paused). Neutral on the held-out text. The merges
-    make no reference cycles, so nothing waits for a collection.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _fill(cache: dict, keys: list, merge: Callable[[set, dict], None]) -> None:

@@ -305,3 +305,19 @@ def test_a_counting_process_that_finishes_early_is_not_a_failure(monkeypatch) ->
     monkeypatch.setattr(trainer, "_count_worker", uneven)
     got = trainer.count_pretokens(iter(["slow text here\n"]), SPLIT_PATTERN, workers=2)
     assert got == Counter(regex.findall(SPLIT_PATTERN, "slow text here\n"))
+
+
+def test_training_pauses_the_garbage_collector_only_while_it_merges() -> None:
+    """Paused inside (the merge loop's lists make no cycles), back on after, off if it was off."""
+    import gc
+
+    seen: list[bool] = []
+    words = {b"low": 5, b"lower": 2, b"newest": 6, b"widest": 3}
+    train_merges(dict(words), 5, progress=lambda done, total: seen.append(gc.isenabled()))
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()
+    try:
+        train_merges(dict(words), 5)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
