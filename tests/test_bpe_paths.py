@@ -280,3 +280,26 @@ def test_the_garbage_collector_is_paused_only_while_new_ids_merge() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+small_bytes = st.lists(st.sampled_from(b"abcd\xff"), max_size=120).map(bytes)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    tokens=st.lists(st.lists(st.sampled_from(b"abcd"), min_size=2, max_size=4).map(bytes), max_size=12),
+    data=small_bytes,
+)
+def test_hard_cuts_equal_the_pairwise_rule(tokens: list[bytes], data: bytes) -> None:
+    """With or without the marker byte: a cut before every byte whose pair with the previous one
+    is inside no token, and nowhere else."""
+    from stacktok_export.bpe_long import HardCuts
+
+    inside = {pair for t in tokens for pair in zip(t, t[1:])}
+    want, start = [], 0
+    for i in range(1, len(data)):
+        if (data[i - 1], data[i]) not in inside:
+            want.append(data[start:i])
+            start = i
+    want.append(data[start:])
+    assert HardCuts(tokens).split(data) == want
