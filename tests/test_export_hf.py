@@ -10,6 +10,8 @@ import json
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stacktok_export import SPECIAL_TOKENS, StackTokenizer
 from stacktok_export.chat import render_conversation
@@ -204,3 +206,14 @@ def test_tokenizer_json_shape() -> None:
     assert [t["id"] for t in data["added_tokens"]] == list(range(32759, 32768))
     for t in data["added_tokens"]:
         assert (t["special"], t["normalized"], t["lstrip"], t["rstrip"]) == (True, False, False, False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=64))
+def test_byte_level_strings_are_one_table_character_per_byte(data: bytes) -> None:
+    """The fast path (Latin-1 decode + translate) against the definition, and back."""
+    from stacktok_export.export.bytelevel import byte_to_char, from_chars, to_chars
+
+    table = byte_to_char()
+    assert to_chars(data) == "".join(table[b] for b in data)
+    assert from_chars(to_chars(data)) == data
