@@ -463,6 +463,9 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_import.py", env=sdist)  # Llama-3's vocabulary, imported
     session.run("python", "benchmarks/bench_gate.py")
     session.run("python", "benchmarks/bench_pack.py", "--memory-gb", "1")
+    # throughput where a cluster's fixed cost (joining, its workers' imports, its exit: ~3.5 s)
+    # weighs what it does on real corpora: 1 GB, every engine once
+    session.run("python", "benchmarks/bench_pack.py", "--scale-mb", "1000", "--repeat", "1")
     session.run("python", "benchmarks/bench_fuzz.py", "--seconds", "60")
     sample = os.path.join("data", "sample", "train.txt")
     if os.path.exists(sample):
