@@ -89,10 +89,9 @@ class VocabTables:
             if identity
             else {b: chr(i) for b, i in enumerate(self.byte_ids) if i is not None and i < 0x110000}
         )
-        self._whole = plain if self.ignore_merges else None
-        # bytes -> id answered without merging: the whole-token rule, or (once worth it) every
-        # token whose own BPE is itself (``_self_reachable``)
-        self._reach: dict[bytes, int] | None = self._whole
+        # bytes -> id answered without merging: the whole-token rule (``ignore_merges``), or (once
+        # worth it) every token whose own BPE is itself (``_self_reachable``)
+        self._reach: dict[bytes, int] | None = plain if self.ignore_merges else None
         self._batched = 0  # pre-tokens merged in numpy batches so far (see ``_self_reachable``)
         unsafe = _vocab.unsafe_ranks(self.merges, results, n)
         self._unsafe = frozenset(self._rank[(a << sh) | b] for a, b in (self.merges[r] for r in unsafe))
