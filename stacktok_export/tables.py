@@ -119,12 +119,17 @@ class VocabTables:
         own BPE is something else (unreachable, or spelled like an earlier token) is not in
         it. Built by merging every token once in one numpy batch (~0.09 s for 32,759 tokens),
         which the encoder does only after it has merged as many pre-tokens as the vocabulary
-        holds, so a short job never pays for it.
+        holds, so a short job never pays for it. Merge-list BPE alone: an ``ignore_merges``
+        source's whole-token rule is not asked (``vocab.self_reachable`` reads this too).
         """
-        self._reach = {}  # the batch below must not ask for this table again
         ids = [i for i in range(len(self._table)) if i not in self.id_to_special]
         got: dict[int, list[int]] = {}
-        self._bpe_keyed(ids, [self._table[i] for i in ids], got)
+        # merges only, and the batch below must not build this table again
+        saved, self._reach = self._reach, {}
+        try:
+            self._bpe_keyed(ids, [self._table[i] for i in ids], got)
+        finally:
+            self._reach = saved
         return {self._table[i]: i for i in ids if got[i] == [i]}
 
     def _batch_ranks(self, bpe_batch):  # noqa: ANN001, ANN202 -- the lazily imported module
