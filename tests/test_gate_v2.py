@@ -231,8 +231,7 @@ def original_dir(models: Path, name: str, root: Path) -> tuple[Path, Path, Path,
     (directory / gguf_path.name).write_bytes(gguf_path.read_bytes())
     for fname, data in hf_files(tok).items():
         (directory / fname).write_bytes(data)
-    # the .tiktoken export too: not proven equal statically (the merge lists fail the proof),
-    # so the gate's tiktoken rows are what judge it
+    # the .tiktoken export too: the gate's tiktoken rows judge it by behaviour, proven or not
     (directory / f"{name}.tiktoken").write_text(tiktoken_text(tok), encoding="ascii")
     text = root / "probes.txt"
     texts = [t for t, _ in llama_vocab.cases(models, name) if t.strip()]

@@ -80,3 +80,59 @@ def test_export_of_import_reimports_to_same_fingerprint(models, tmp_path, name, 
         (tmp_path / rel).write_bytes(data)
     again = import_tokenizer(tmp_path / (f"{tok.name}-hf" if fmt == "hf" else f"{tok.name}.gguf"))
     assert again.format == "stacktok-bpe-v2" and again.fingerprint == tok.fingerprint
+
+
+# ------------------------------------------------------------------ tiktoken on imported ranks
+PROVEN = ("gpt-2", "llama-bpe", "mpt", "qwen2", "qwen35")  # one pattern each; checked below
+
+
+@pytest.mark.parametrize("name", BYTE_LEVEL_BPE)
+def test_tiktoken_is_proven_equal_on_every_single_pattern_vocabulary(models, name):
+    """Every single-pattern vocabulary llama.cpp ships passes the static proof (the others have
+    several isolated splits, one ``pat_str`` cannot hold them); on the proven ones tiktoken's
+    BPE gives the reference's ids on every pre-token of the ``.inp`` texts and on repeats of
+    tokens and their prefixes (where overlapping splits of one token could meet)."""
+    import random
+
+    from stacktok_export.export.tiktoken_fmt import to_tiktoken
+    from stacktok_export.export.tiktoken_proof import tiktoken_refusal
+    from stacktok_export.pretokenize import compile_pattern
+
+    tok = import_tokenizer(models / f"ggml-vocab-{name}.gguf")
+    reason = tiktoken_refusal(tok)
+    if name not in PROVEN:
+        assert len(tok.patterns) > 1 and "isolated regex splits" in reason
+        return
+    assert reason is None and len(tok.patterns) == 1
+    enc = to_tiktoken(tok)
+    split = compile_pattern(tok.patterns[0]).findall
+    pieces = {p.encode() for text, _ in llama_vocab.cases(models, name) for p in split(text)}
+    table = tok.id_bytes()
+    rnd = random.Random(name)
+    words = [table[i] for i in rnd.sample(range(tok.vocab_size), 3000) if i not in tok.id_to_special]
+    for t in words:
+        pieces |= {t * rnd.randint(2, 7), t[: rnd.randint(1, len(t))] * rnd.randint(2, 7) + t}
+        pieces.add(t + rnd.choice(words) + rnd.choice(words))
+    assert len(pieces) > 8000
+    bad = [p for p in pieces if enc._encode_single_piece(p) != tok._bpe(p)]
+    assert not bad, f"{name}: {len(bad)} pieces differ, e.g. {bad[:3]}"
+
+
+def test_a_llama3_pack_goes_through_tiktoken_with_the_reference_ids(models, tmp_path):
+    """Issue 21's 128k pack: the proven Llama-3 artifact packs through tiktoken (no document
+    falls back to the reference on this text) and every document's ids are the reference's."""
+    import json
+
+    from stacktok_export.pack import PackOptions, PackReader, check_pack, pack
+
+    tok = import_tokenizer(models / "ggml-vocab-llama-bpe.gguf")
+    tok.save(tmp_path / "llama3.json")
+    texts = [text for text, _ in llama_vocab.cases(models, "llama-bpe") if text.strip()]
+    texts = [t for t in texts if t.isascii()] + ["    indented    code\n\n\n        more", "-" * 70]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    opts = PackOptions(artifact=str(tmp_path / "llama3.json"), quiet=True, workers=1, verify=0.0)
+    manifest = pack([str(tmp_path / "t.jsonl")], tmp_path / "out", options=opts)
+    assert manifest["dtype"] == "<u4" and manifest["totals"]["reference_encoded"] == 0
+    docs = [d.tolist() for d in PackReader(tmp_path / "out", tokenizer=tok).documents()]
+    assert docs == [[tok.bos_id, *tok.encode(t), tok.eos_id] for t in texts]
+    assert check_pack(tmp_path / "out", artifact=str(tmp_path / "llama3.json"), rate=1.0) == []

@@ -7,9 +7,10 @@ artifact is refused (:class:`~stacktok_export.export.vocab.ExportRefused`) when 
 cannot express it at all: more than one split pattern (one ``pat_str``), or a single byte
 without a token (tiktoken fails on it). Otherwise it is written, and
 :func:`tiktoken_unproven` says when :func:`~stacktok_export.export.tiktoken_proof.tiktoken_refusal`
-could not prove tiktoken's rank rule equal to the merge list for every input (GPT-2, Qwen2
-and Llama-3 all fail the static proof, yet their own tiktoken files are what their authors
-ship): the gate's tiktoken rows then judge the file by behaviour, as for any other file.
+could not prove tiktoken's rank rule equal to the merge list for every input (GPT-2, Qwen2 and
+Llama-3 are proven; a merge list that never merges a pair two tokens spelling a third can meet,
+or that lists merges out of id order, is not): the gate's tiktoken rows then judge the file by
+behaviour, as for any other file.
 Specials are not in the file; :func:`to_tiktoken` adds them at their ids.
 
 We build ``mergeable_ranks`` from bytes we read ourselves: tiktoken's

@@ -2,28 +2,40 @@
 
 tiktoken's rule, per pre-token: a whole pre-token that is a token is that token; otherwise
 repeatedly merge the adjacent pair whose *concatenation* has the lowest rank (= id), leftmost
-first. The reference merges listed *pairs* by merge rank. :func:`tiktoken_refusal` returns
-``None`` only when these provably agree on every input, checking:
+first. The reference merges listed *pairs* by merge rank, leftmost first among equal ranks.
+:func:`tiktoken_refusal` returns ``None`` only when these provably agree on every input:
 
 1. one pattern (tiktoken has one ``pat_str``; a sequence of isolated splits is not folded
    into one regex here -- no proof that the fold is exact for every regex engine);
-2. every merge's result id is above both of its parts, and result ids never decrease along the
-   merge list -- so "lowest merge rank" and "lowest result id" pick the same result, and a
-   merge never creates a pair that outranks the one just merged;
-3. every pair of ordinary tokens whose concatenation is an ordinary token is a merge --
-   tiktoken merges such a pair, the merge list only if listed (GPT-2's ``th``+``e`` when only
-   ``t``+``he`` is listed);
-4. ties: two different pairs giving the same token ``t`` can overlap only as ``[p, q, r]`` with
-   ``t = p+q = q+r``; tiktoken merges the left one, so ``(p, q)`` must rank before ``(q, r)``;
-5. the whole-pre-token rule: the artifact uses ``ignore_merges``, or every ordinary token is
-   self-reachable (its own bytes merge to it), so the shortcut changes nothing.
+2. result ids never decrease along the merge list -- so among the pairs present, the lowest
+   merge rank belongs to the lowest result id;
+3. no token's own bytes, merged by the list alone, stop at two tokens ``[a, b]``: ``a+b`` is
+   then a token the list never merges, and tiktoken merges such a pair wherever it meets it
+   (GPT-2's ``th``+``e`` when only ``t``+``he`` is listed; a token that merges to itself or
+   stops at three or more tokens is fine);
+4. the whole-pre-token rule: the artifact uses ``ignore_merges``, or every ordinary token is
+   self-reachable (its own bytes merge to it), so tiktoken's shortcut changes nothing.
 
-With 2-4 both rules merge the same pair at every step (argument in the docstring of
-:func:`_tie_conflict`); 5 covers the shortcut. v1 artifacts are not checked here: their
-export is frozen and their self-reachability is audited (``stacktok audit``).
+Why these suffice (tested against the real tiktoken on generated vocabularies,
+``tests/test_tiktoken_proof.py``). Run both rules on one pre-token in lockstep and take the
+first state where they would differ. Any adjacent pair ``[a, b]`` of that state with
+``a+b = t`` a token covers exactly ``t``'s bytes, and a and b were built by merges inside that
+span alone; each of those merges was the lowest of the whole state, so the lowest inside the
+span: the span's history is a prefix of the run of ``t``'s bytes *alone*, which is
+deterministic and has one two-token state. So every ``t``-pair present is that state's
+pair: by 3 it is listed (both rules see the same candidates), by 2 the lowest rank is the
+lowest result, and two candidates of equal result are the same pair with the same rank, so
+the leftmost wins in both. No first difference exists. This is why overlapping splits such as
+``[aa, a, aa]`` for ``aaa`` need no rule: they never occur, whatever order the list gives
+``a``+``aa`` and ``aa``+``a``; nor do merges whose result id is below a part (Llama-3's
+merge list holds every split of every token, ranked by result).
+
+v1 artifacts are not checked here: their export is frozen and their self-reachability is
+audited (``stacktok audit``); with ids in merge order they meet 2 and, self-reachable, 3 and 4.
 
 Out of scope: the regex engines (tiktoken's fancy-regex vs the reference's ``regex``: the
-suite's declared divergences) and special tokens (the file carries none).
+suite's declared divergences, and the packer's drift cache) and special tokens (the file
+carries none).
 """
 
 from __future__ import annotations
@@ -45,81 +57,67 @@ def tiktoken_refusal(tok: StackTokenizer) -> str | None:
         )
     table = tok.id_bytes()
     vocab = {table[i]: i for i in range(tok.vocab_size) if i not in tok.id_to_special}
-    results = [tok.merge_result(r) for r in range(len(tok.merges))]
-    return (
-        _order_problem(tok, results)
-        or _unlisted_pair(tok, vocab, table)
-        or _tie_conflict(tok, vocab, table)
-        or _unreachable(tok, vocab, results)
-    )
+    return _order_problem(tok) or _stuck_tokens(tok, vocab, table)
 
 
-def _order_problem(tok: StackTokenizer, results: list[int]) -> str | None:
+def _order_problem(tok: StackTokenizer) -> str | None:
     previous = -1
-    for r, ((a, b), out) in enumerate(zip(tok.merges, results)):
-        if out <= a or out <= b:
-            return f"merge {r} gives id {out}, not above its parts {a} and {b} (tiktoken ranks by id)"
+    for r in range(len(tok.merges)):
+        out = tok.merge_result(r)
         if out < previous:
             return f"merge {r} gives id {out} after a merge gave {previous}: merge order is not id order"
         previous = out
     return None
 
 
-def _splits(t: bytes, vocab: dict[bytes, int]) -> list[int]:
-    """Every cut ``k`` of ``t`` into two ordinary tokens ``t[:k]``, ``t[k:]``."""
-    return [k for k in range(1, len(t)) if t[:k] in vocab and t[k:] in vocab]
+def _stuck_tokens(tok: StackTokenizer, vocab: dict[bytes, int], table: list[bytes]) -> str | None:
+    """Rules 3 and 4, on the only tokens that can break them.
 
-
-def _unlisted_pair(tok: StackTokenizer, vocab: dict[bytes, int], table: list[bytes]) -> str | None:
-    listed = set(tok.merges)
-    missing = 0
-    example = ""
-    for t, i in vocab.items():
-        for k in _splits(t, vocab):
-            if (vocab[t[:k]], vocab[t[k:]]) not in listed:
-                missing += 1
-                example = example or f"{t[:k]!r}+{t[k:]!r} = id {i}"
-    if missing:
+    With ``ignore_merges`` only rule 3 applies, and only to a token that some unlisted pair of
+    tokens spells (if every way to cut it in two is a merge, a two-token stop would merge):
+    none in Llama-3, so no BPE runs at all. Without it every token must merge back to itself
+    (rule 4, which implies 3), checked for all of them at once in numpy.
+    """
+    if tok.ignore_merges:
+        suspects = _unlisted_spellings(tok, vocab)
+    else:
+        reached = tok._self_reachable()
+        suspects = [(t, i) for t, i in vocab.items() if len(t) > 1 and reached.get(t) != i]
+    if not suspects:
+        return None
+    bpe = MergeListBPE(
+        {b: i for b, i in enumerate(tok.byte_ids) if i is not None},
+        [(a, b, tok.merge_result(r)) for r, (a, b) in enumerate(tok.merges)],
+    )
+    stops = [(t, i, bpe(t)) for t, i in suspects]
+    pairs = [(t, i, parts) for t, i, parts in stops if len(parts) == 2]
+    if pairs:
+        t, i, (a, b) = pairs[0]
         return (
-            f"{missing} pairs of tokens concatenate to a token without being a merge (e.g. {example}); "
+            f"{len(pairs)} pairs of tokens concatenate to a token without being a merge (e.g. "
+            f"{table[a]!r}+{table[b]!r} = id {i}, where {t!r}'s own bytes stop); "
             "tiktoken merges them, the merge list does not"
         )
-    return None
-
-
-def _tie_conflict(tok: StackTokenizer, vocab: dict[bytes, int], table: list[bytes]) -> str | None:
-    """Rule 4. Why 2-4 suffice: both rules take the pairs of the lowest result ``t`` first
-    (rule 2), and merging one creates only pairs of higher result. Two ``t``-pairs overlap only
-    as ``[p, q, r]``; along a chain of overlaps rule 4 makes ranks rise left to right, so the
-    lowest rank is the leftmost, as in tiktoken; chains do not interact."""
-    rank: dict[tuple[int, int], int] = {}
-    for r, pair in enumerate(tok.merges):
-        rank.setdefault(pair, r)
-    for t, i in vocab.items():
-        cuts = set(_splits(t, vocab))
-        for k in cuts:
-            q = t[k:]
-            k2 = len(t) - k  # (q, r) with q = t[:k2]
-            if k2 == k or k2 not in cuts or t[:k2] != q:
-                continue
-            left, right = (vocab[t[:k]], vocab[q]), (vocab[q], vocab[t[k2:]])
-            if rank[left] > rank[right]:
-                return (
-                    f"token id {i} ({t!r}) merges from {table[left[0]]!r}+{q!r} and {q!r}+"
-                    f"{table[right[1]]!r}, ranked right-first; tiktoken takes the left one"
-                )
-    return None
-
-
-def _unreachable(tok: StackTokenizer, vocab: dict[bytes, int], results: list[int]) -> str | None:
-    if tok.ignore_merges:
-        return None
-    byte_ids = dict(enumerate(tok.byte_ids))
-    bpe = MergeListBPE(byte_ids, [(a, b, out) for (a, b), out in zip(tok.merges, results)])
-    bad = [i for t, i in vocab.items() if len(t) > 1 and bpe(t) != [i]]
-    if bad:
+    unreached = [i for _, i, parts in stops if parts != [i]]
+    if not tok.ignore_merges and unreached:
         return (
-            f"{len(bad)} tokens are not reached by merging their own bytes (e.g. id {bad[0]}) and "
-            "the artifact does not use ignore_merges; tiktoken returns a whole pre-token that is a token"
+            f"{len(unreached)} tokens are not reached by merging their own bytes (e.g. id {unreached[0]}) "
+            "and the artifact does not use ignore_merges; tiktoken returns a whole pre-token that is a token"
         )
     return None
+
+
+def _unlisted_spellings(tok: StackTokenizer, vocab: dict[bytes, int]) -> list[tuple[bytes, int]]:
+    """Tokens that two ordinary tokens spell without their pair being a merge."""
+    listed = set(tok.merges)
+    get = vocab.get
+    out = []
+    for t, i in vocab.items():
+        for k in range(1, len(t)):
+            a = get(t[:k])
+            if a is not None:
+                b = get(t[k:])
+                if b is not None and (a, b) not in listed:
+                    out.append((t, i))
+                    break
+    return out
