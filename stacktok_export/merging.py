@@ -107,7 +107,8 @@ class MergePaths:
         if self._translate is not None:
             s = s.translate(self._translate)
         budget = 32 * len(s) if batch_work is None else batch_work
-        pair_rank, rank_pair, unsafe = self._pair_rank, self._rank_pair, self._unsafe
+        pair_rank = self._str_ranks()  # never for ids past chr()'s range: _bpe_merges routes those
+        rank_pair, unsafe = self._rank_pair, self._unsafe
         get = pair_rank.get
         heap = list(set(map(get, map(operator.add, s, s[1:]))) - {None})
         heapq.heapify(heap)

@@ -71,9 +71,9 @@ class VocabTables:
         n = len(table)
         self._shift = sh = max(16, (n - 1).bit_length())
         monotone = n <= 1 << 30 and all(x < y for x, y in zip(results, results[1:]))
-        self._rank: dict[int, int] = {}
-        for r, ((a, b), t) in enumerate(zip(self.merges, results)):
-            self._rank[(a << sh) | b] = t if monotone else (r << 31) | t
+        keys = [(a << sh) | b for a, b in self.merges]
+        values = results if monotone else [(r << 31) | t for r, t in enumerate(results)]
+        self._rank: dict[int, int] = dict(zip(keys, values))
         self._packed = not monotone
         if plain is None:  # bytes -> id of every ordinary token
             plain = {t: i for i, t in enumerate(table) if i not in self.id_to_special}
@@ -96,13 +96,10 @@ class VocabTables:
         unsafe = _vocab.unsafe_ranks(self.merges, results, n)
         self._unsafe = frozenset(self._rank[(a << sh) | b] for a, b in (self.merges[r] for r in unsafe))
         self._wide = n > 0x110000  # ids past chr()'s range: no str passes
-        # the same ranks keyed by two characters (one per id), for the str passes of _bpe_long
-        if self._wide:
-            self._pair_rank, self._rank_pair = {}, {}
-        else:
-            mask = (1 << sh) - 1
-            self._pair_rank = {chr(k >> sh) + chr(k & mask): r for k, r in self._rank.items()}
-            self._rank_pair = {r: q for q, r in self._pair_rank.items()}
+        # the same ranks keyed by two characters, for the str passes: built on the first long
+        # pre-token (0.2 s for Llama-3's 280,147 merges, which most jobs never need)
+        self._pair_rank: dict[str, int] | None = None
+        self._rank_pair: dict[int, str] = {}
         self._line_cache_ok = _vocab.is_llama3(self.patterns)  # the cuts are proven for this split only
         self._clear_caches()
         self._pair_ranks: PairRanks | None = None  # numpy form of _rank, built on first batch
@@ -131,6 +128,14 @@ class VocabTables:
         finally:
             self._reach = saved
         return {self._table[i]: i for i in ids if got[i] == [i]}
+
+    def _str_ranks(self) -> dict[str, int]:
+        """Pair ranks keyed by two characters (one per id), and ``_rank_pair`` back (built once)."""
+        if self._pair_rank is None:
+            sh, mask = self._shift, (1 << self._shift) - 1
+            self._pair_rank = {chr(k >> sh) + chr(k & mask): r for k, r in self._rank.items()}
+            self._rank_pair = {r: q for q, r in self._pair_rank.items()}
+        return self._pair_rank
 
     def _batch_ranks(self, bpe_batch):  # noqa: ANN001, ANN202 -- the lazily imported module
         """The numpy pair table: rank values as they are, or ranks + result ids when packed."""

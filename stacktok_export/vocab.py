@@ -21,6 +21,7 @@ without ``unk_token`` does), holes in the id space (every id is a token), non-by
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -92,9 +93,33 @@ def _plain_ids(tokens: list[bytes], special_ids: Collection[int]) -> dict[bytes,
 
 
 def _check_merges(merges: Sequence[Sequence[int]], tokens: list[bytes], plain: dict[bytes, int]) -> list[int]:
-    """The result id of every merge (validated: non-special parts, result in the vocabulary)."""
+    """The result id of every merge (validated: non-special parts, result in the vocabulary).
+
+    Checked in bulk (Llama-3's 280,147 merges: ~0.1 s); on any failure the merges are walked one
+    by one to name the first bad one.
+    """
     n = len(tokens)
     get = plain.get
+    try:
+        ok = all(type(a) is int and type(b) is int and 0 <= a < n and 0 <= b < n for a, b in merges)
+    except (TypeError, ValueError):
+        ok = False
+    if ok:  # each part once: an ordinary token's id (a special's bytes map elsewhere or nowhere)
+        ok = all(get(tokens[i]) == i for i in set(itertools.chain.from_iterable(merges)))
+    results = [get(tokens[a] + tokens[b]) for a, b in merges] if ok else []
+    if not ok or None in results:
+        results = _merge_results_one_by_one(merges, tokens, get)
+    if len(set(map(tuple, merges))) != len(merges):
+        seen: dict[tuple[int, int], int] = {}
+        for r, m in enumerate(merges):
+            if tuple(m) in seen:
+                raise VocabError(f"merges[{r}] = {list(m)} duplicates merges[{seen[tuple(m)]}]")
+            seen[tuple(m)] = r
+    return results
+
+
+def _merge_results_one_by_one(merges: Sequence[Sequence[int]], tokens: list[bytes], get) -> list[int]:  # noqa: ANN001
+    n = len(tokens)
     results: list[int] = []
     for r, m in enumerate(merges):
         try:
@@ -110,12 +135,6 @@ def _check_merges(merges: Sequence[Sequence[int]], tokens: list[bytes], plain: d
         if result is None:
             raise VocabError(f"merges[{r}] = {[a, b]}: {left + right!r} is not a token of the vocabulary")
         results.append(result)
-    if len(set(map(tuple, merges))) != len(merges):
-        seen: dict[tuple[int, int], int] = {}
-        for r, m in enumerate(merges):
-            if tuple(m) in seen:
-                raise VocabError(f"merges[{r}] = {list(m)} duplicates merges[{seen[tuple(m)]}]")
-            seen[tuple(m)] = r
     return results
 
 
@@ -257,12 +276,13 @@ def self_reachable(tok: StackTokenizer) -> bool:
 # ---------------------------------------------------------------- JSON form
 def canonical(tok: StackTokenizer) -> dict[str, Any]:
     """Everything that decides ids (the fingerprint's input)."""
-    table = tok.id_bytes()
-    special = tok.id_to_special
+    tokens: list[str | None] = list(map(bytes.hex, tok.id_bytes()))
+    for i in tok.id_to_special:
+        tokens[i] = None
     return {
         "format": FORMAT_V2,
         "vocab_size": tok.vocab_size,
-        "tokens": [None if i in special else t.hex() for i, t in enumerate(table)],
+        "tokens": tokens,
         "merges": [[a, b] for a, b in tok.merges],
         "special_tokens": [[s, i] for s, i in tok.special_to_id.items()],
         "in_text": sorted(tok.in_text),
@@ -347,9 +367,9 @@ def unsafe_ranks(merges: list[tuple[int, int]], results: list[int], n: int) -> l
     made by several merges); for those the fast paths merge one occurrence at a time.
     """
     first_use = [len(merges)] * n
-    for r, (a, b) in enumerate(merges):
-        first_use[a] = min(first_use[a], r)
-        first_use[b] = min(first_use[b], r)
+    for r in range(len(merges) - 1, -1, -1):  # backwards: the last write is the first use
+        a, b = merges[r]
+        first_use[a] = first_use[b] = r
     return [r for r, t in enumerate(results) if first_use[t] < r]
 
 
