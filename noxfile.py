@@ -466,6 +466,10 @@ def bench(session: nox.Session) -> None:
     # throughput where a cluster's fixed cost (joining, its workers' imports, its exit: ~3.5 s)
     # weighs what it does on real corpora: 1 GB, every engine once
     session.run("python", "benchmarks/bench_pack.py", "--scale-mb", "1000", "--repeat", "1")
+    # Llama-3's 128k vocabulary (uint32 ids) through the proven tiktoken path, at 100 MB and 1 GB
+    llama3 = ("--llama3", "--no-ray", "--repeat", "1")
+    session.run("python", "benchmarks/bench_pack.py", *llama3, env=sdist)
+    session.run("python", "benchmarks/bench_pack.py", *llama3, "--scale-mb", "1000", env=sdist)
     session.run("python", "benchmarks/bench_fuzz.py", "--seconds", "60")
     sample = os.path.join("data", "sample", "train.txt")
     if os.path.exists(sample):

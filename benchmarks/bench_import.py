@@ -35,7 +35,7 @@ from tests.helpers import llama_vocab  # noqa: E402
 MEMBER = f"{llama_vocab.MODELS}/ggml-vocab-llama-bpe.gguf"
 
 
-def _gguf(tmp: Path) -> Path:
+def llama_bpe_gguf(tmp: Path) -> Path:
     sdist = llama_vocab.sdist()
     if sdist is None:
         raise SystemExit(f"no llama-cpp-python sdist: {llama_vocab.HOW}")
@@ -69,7 +69,7 @@ def main() -> None:
     import tiktoken
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = _gguf(Path(tmp))
+        path = llama_bpe_gguf(Path(tmp))
         start = time.perf_counter()
         tok = import_tokenizer(path)
         seconds = time.perf_counter() - start

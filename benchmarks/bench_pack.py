@@ -19,9 +19,12 @@ Measured, best of ``--repeat``:
 - the bytes the driver process writes (``/proc/self/io``, read as it exits):
   with Ray the shards are written by the tasks, so the driver's are the manifest;
 - with ``--memory-gb N``: peak RSS of the whole process tree (sampled every
-  0.2 s) packing the corpus repeated to 100 MB and to N GB, one file each.
+  0.2 s) packing the corpus repeated to 100 MB and to N GB, one file each;
+- with ``--artifact A.json`` or ``--llama3`` (llama.cpp's ``ggml-vocab-llama-bpe.gguf`` imported
+  from the llama-cpp-python sdist, ``STACKTOK_LLAMA_SDIST``: 128,256 ids, ``uint32`` shards): the
+  same against tiktoken on that artifact's ranks (issue 21's 128k pack).
 
-    python benchmarks/bench_pack.py [TEXT_FILE] [--repeat 3] [--memory-gb 1] [--json PATH]
+    python benchmarks/bench_pack.py [TEXT_FILE] [--repeat 3] [--memory-gb 1] [--llama3] [--json PATH]
 
 Out of scope: multi-machine runs (Ray on one machine shows its overhead, not its scaling).
 """
@@ -82,6 +85,17 @@ runpy.run_module("stacktok_cli", run_name="__main__")
 """
 
 
+def _llama3_artifact(tmp: Path) -> Path:
+    """``ggml-vocab-llama-bpe.gguf`` from the sdist, imported and saved as an artifact."""
+    from bench_import import llama_bpe_gguf
+
+    from stacktok_export.importers import import_tokenizer
+
+    out = tmp / "llama-bpe.json"
+    import_tokenizer(llama_bpe_gguf(tmp)).save(out)
+    return out
+
+
 def run_pack(args: list[str], *, sample_rss: bool = False, io_file: Path | None = None) -> tuple[float, int]:
     cmd = [sys.executable, "-c", DRIVER, "pack", *args, "--quiet"]
     env = {**os.environ, "IO_FILE": str(io_file or os.devnull)}
@@ -121,8 +135,15 @@ def main() -> int:
         help="pack with this artifact (e.g. Llama-3's vocabulary from `stacktok import`; the "
         "competitor is tiktoken on its ranks); default: the shipped one",
     )
+    ap.add_argument(
+        "--llama3",
+        action="store_true",
+        help="pack with Llama-3's vocabulary imported from the llama-cpp-python sdist's GGUF",
+    )
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    if args.llama3:
+        args.artifact = str(_llama3_artifact(Path(tempfile.mkdtemp(prefix="bench-llama3-"))))
     import tiktoken
 
     from stacktok_export import load_tokenizer

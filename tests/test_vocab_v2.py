@@ -131,6 +131,10 @@ def test_two_isolated_splits_and_text_between_matches() -> None:
         (lambda kw: kw.update(patterns=[]), "patterns"),
         (lambda kw: kw.update(merges=[(97, 256)]), "special token id"),
         (lambda kw: kw.update(merges=[(97, 98)]), "not a token"),
+        (lambda kw: kw.update(merges=[(97, 98, 99)]), r"merges\[0\] is \(97, 98, 99\), not a \[left"),
+        (lambda kw: kw.update(merges=[None]), r"merges\[0\] is None"),
+        (lambda kw: kw.update(merges=[[97, "b"]]), r"merges\[0\] is \[97, 'b'\]"),
+        (lambda kw: kw.update(merges=[[97, 300]]), r"not a \[left, right\] pair of ids below 257"),
     ],
 )
 def test_bad_vocabularies_name_the_field(edit, message: str) -> None:
