@@ -17,18 +17,19 @@ first. The reference merges listed *pairs* by merge rank, leftmost first among e
    self-reachable (its own bytes merge to it), so tiktoken's shortcut changes nothing.
 
 Why these suffice (tested against the real tiktoken on generated vocabularies,
-``tests/test_tiktoken_proof.py``). Run both rules on one pre-token in lockstep and take the
-first state where they would differ. Any adjacent pair ``[a, b]`` of that state with
-``a+b = t`` a token covers exactly ``t``'s bytes, and a and b were built by merges inside that
-span alone; each of those merges was the lowest of the whole state, so the lowest inside the
-span: the span's history is a prefix of the run of ``t``'s bytes *alone*, which is
-deterministic and has one two-token state. So every ``t``-pair present is that state's
-pair: by 3 it is listed (both rules see the same candidates), by 2 the lowest rank is the
-lowest result, and two candidates of equal result are the same pair with the same rank, so
-the leftmost wins in both. No first difference exists. This is why overlapping splits such as
-``[aa, a, aa]`` for ``aaa`` need no rule: they never occur, whatever order the list gives
-``a``+``aa`` and ``aa``+``a``; nor do merges whose result id is below a part (Llama-3's
-merge list holds every split of every token, ranked by result).
+``tests/test_tiktoken_proof.py``). Run both rules on one pre-token in lockstep up to the first
+state where they would choose differently, and take any adjacent pair ``[a, b]`` of that state
+whose concatenation is a token ``t``. a and b were built by merges inside ``t``'s span alone (a
+merge across its edge would have left a token straddling it), and each was the lowest of its
+whole state under both rules, so the lowest inside the span: the span's history is a prefix of
+the list's run on ``t``'s bytes alone, which is deterministic and passes through one two-token
+state. So every ``t``-pair present is that state's pair: by 3 it is listed, so both rules see
+the same candidates; by 2 the lowest rank has the lowest result; candidates of equal result are
+one pair with one rank, so the leftmost wins under both. There is no first difference. Hence
+no rule is needed for overlapping splits such as ``[aa, a, aa]`` for ``aaa`` (that state never
+occurs, whatever order the list gives ``a``+``aa`` and ``aa``+``a``), nor for merges whose
+result id is below one of their parts (Llama-3's list holds every split of every token, ranked
+by result).
 
 v1 artifacts are not checked here: their export is frozen and their self-reachability is
 audited (``stacktok audit``); with ids in merge order they meet 2 and, self-reachable, 3 and 4.
