@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .pretokenize import LLAMA3_PATTERN, compile_pattern
@@ -118,7 +118,10 @@ def _check_merges(merges: Sequence[Sequence[int]], tokens: list[bytes], plain: d
     return results
 
 
-def _merge_results_one_by_one(merges: Sequence[Sequence[int]], tokens: list[bytes], get) -> list[int]:  # noqa: ANN001
+def _merge_results_one_by_one(
+    merges: Sequence[Sequence[int]], tokens: list[bytes], get: Callable[[bytes], int | None]
+) -> list[int]:
+    """The slow walk: each merge checked in turn, the first bad one named (``VocabError``)."""
     n = len(tokens)
     results: list[int] = []
     for r, m in enumerate(merges):
