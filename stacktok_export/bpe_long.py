@@ -34,13 +34,17 @@ class HardCuts:
     """The byte pairs that occur inside some merged token, and :meth:`split` at the others."""
 
     def __init__(self, tokens: Iterable[bytes]) -> None:
-        inside = set()
-        for t in tokens:
-            inside.update(zip(t, t[1:]))
+        # every token's adjacent byte pairs, in numpy over all tokens back to back, leaving out
+        # the pairs that straddle two tokens (Llama-3's 280,147 merge results: 0.2 s -> 0.02 s)
+        toks = list(set(tokens))
         table = np.zeros(1 << 16, dtype=bool)
-        if inside:
-            pairs = np.array(sorted(inside), dtype=np.int64)
-            table[(pairs[:, 0] << 8) | pairs[:, 1]] = True
+        arr = np.frombuffer(b"".join(toks), dtype=np.uint8).astype(np.int32)
+        if len(arr) > 1:
+            key = (arr[:-1] << 8) | arr[1:]
+            inside = np.ones(len(key), dtype=bool)
+            ends = np.cumsum(np.fromiter(map(len, toks), dtype=np.int64, count=len(toks)))
+            inside[ends[(ends > 0) & (ends < len(arr))] - 1] = False  # (last byte, next token's first)
+            table[key[inside]] = True
         self.inside = table
 
     def split(self, data: bytes) -> list[bytes]:
