@@ -172,3 +172,18 @@ def test_overlapping_splits_in_either_order_are_proven(order):
     assert tiktoken_refusal(tok) is None
     strings = ["".join(p) for n in range(1, 13) for p in itertools.product("ab", repeat=n)]
     assert _differs(tok, *strings, "a" * 41) == []
+
+
+def test_a_byte_without_a_token_is_refused_before_any_merging():
+    """No token for byte 0xc3 (DeepSeek/StarCoder/Falcon lack some): tiktoken fails on it, the
+    reference drops it. Merging ``\\xc3a`` by the list would stop at ``[-1 - 0xc3, a]``, two
+    parts that are not a pair of tokens: the reason must name the byte, not a made-up pair. A
+    byte no UTF-8 text holds (0xc0, as MPT lacks it) is no obstacle, nor a token holding it."""
+    for byte, reason in [(0xC3, "bytes [195] occur in UTF-8 text but have no token"), (0xC0, None)]:
+        tokens = [bytes([b]) for b in range(256) if b != byte] + [bytes([byte]) + b"a", b"<|eos|>"]
+        tok = StackTokenizer.from_vocab(
+            tokens=tokens, merges=[], specials={"<|eos|>": 256}, patterns=[LLAMA3_PATTERN], name="gap"
+        )
+        assert tok.missing_bytes == bytes([byte])
+        got = tiktoken_refusal(tok)
+        assert got == reason if reason is None else got.startswith(reason), (byte, got)

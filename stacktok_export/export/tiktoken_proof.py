@@ -6,7 +6,9 @@ first. The reference merges listed *pairs* by merge rank, leftmost first among e
 :func:`tiktoken_refusal` returns ``None`` only when these provably agree on every input:
 
 1. one pattern (tiktoken has one ``pat_str``; a sequence of isolated splits is not folded
-   into one regex here -- no proof that the fold is exact for every regex engine);
+   into one regex here -- no proof that the fold is exact for every regex engine), and a token
+   for every byte UTF-8 text can hold (tiktoken fails on a byte without one, the reference drops
+   it; a token holding a byte no text holds is never met, so rules 3 and 4 pass it by);
 2. result ids never decrease along the merge list -- so among the pairs present, the lowest
    merge rank belongs to the lowest result id;
 3. no token's own bytes, merged by the list alone, stop at two tokens ``[a, b]``: ``a+b`` is
@@ -56,9 +58,19 @@ def tiktoken_refusal(tok: StackTokenizer) -> str | None:
             f"tiktoken has one pat_str but this artifact applies {len(tok.patterns)} isolated "
             "regex splits in sequence (no exact single-regex form is proven)"
         )
+    in_text = [b for b in tok.missing_bytes if b not in _NEVER_IN_UTF8]
+    if in_text:
+        return (
+            f"bytes {in_text[:8]} occur in UTF-8 text but have no token: tiktoken fails on them, "
+            "the reference drops them"
+        )
     table = tok.id_bytes()
     vocab = {table[i]: i for i in range(tok.vocab_size) if i not in tok.id_to_special}
     return _order_problem(tok) or _stuck_tokens(tok, vocab, table)
+
+
+#: bytes no UTF-8 text holds (MPT's vocabulary has no token for them, harmlessly)
+_NEVER_IN_UTF8 = frozenset([0xC0, 0xC1, *range(0xF5, 0x100)])
 
 
 def _order_problem(tok: StackTokenizer) -> str | None:
@@ -84,11 +96,12 @@ def _stuck_tokens(tok: StackTokenizer, vocab: dict[bytes, int], table: list[byte
     else:
         reached = tok._self_reachable()
         suspects = [(t, i) for t, i in vocab.items() if len(t) > 1 and reached.get(t) != i]
+    if tok.missing_bytes:  # only bytes no text holds are left (rule 1): such tokens never occur
+        suspects = [(t, i) for t, i in suspects if not set(t) & set(tok.missing_bytes)]
     if not suspects:
         return None
-    bpe = MergeListBPE(
-        {b: i for b, i in enumerate(tok.byte_ids) if i is not None},
-        [(a, b, tok.merge_result(r)) for r, (a, b) in enumerate(tok.merges)],
+    bpe = MergeListBPE(  # every byte of a suspect has a token here (rule 1 and the filter above)
+        dict(enumerate(tok.byte_ids)), [(a, b, tok.merge_result(r)) for r, (a, b) in enumerate(tok.merges)]
     )
     stops = [(t, i, bpe(t)) for t, i in suspects]
     pairs = [(t, i, parts) for t, i, parts in stops if len(parts) == 2]
