@@ -142,8 +142,9 @@ def main() -> int:
     )
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-pack-"))  # removed at the end, the artifact too
     if args.llama3:
-        args.artifact = str(_llama3_artifact(Path(tempfile.mkdtemp(prefix="bench-llama3-"))))
+        args.artifact = str(_llama3_artifact(work))
     import tiktoken
 
     from stacktok_export import load_tokenizer
@@ -154,7 +155,6 @@ def main() -> int:
     if args.scale_mb:
         docs *= max(1, round(args.scale_mb * 1e6 / len(text.encode())))
     mb = sum(len(d.encode()) for d in docs) / 1e6
-    work = Path(tempfile.mkdtemp(prefix="bench-pack-"))
     corpus = work / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
     print(
