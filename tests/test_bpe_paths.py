@@ -7,32 +7,42 @@ loader enforces. Out of scope: speed (see ``benchmarks/bench_encode.py``).
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stacktok_export import SPLIT_PATTERN, StackTokenizer, bpe_batch, load_tokenizer
+from stacktok_export import SPLIT_PATTERN, StackTokenizer, bpe_batch, load_tokenizer, vocab
 from stacktok_export import bpe as bpe_module
 from stacktok_export import merging as merging_module
 from stacktok_export.bpe_batch import batch_bpe
 
 from .conftest import ROOT, SHIPPED, need
+from .test_tiktoken_proof import _random_vocabulary, _tok
 
 ALPHABET = "ab \n\u00e9"  # bytes 0x61 0x62 0x20 0x0a 0xc3 0xa9
 BYTES = sorted(set(ALPHABET.encode("utf-8")))
 
 
-def textbook_bpe(data: bytes, merges: list[tuple[int, int]]) -> list[int]:
-    """One merge at a time: the lowest-rank pair present, leftmost occurrence."""
-    rank = {pair: 256 + i for i, pair in enumerate(merges)}
+def textbook_bpe(data: bytes, merges: list[tuple[int, int]], results: list[int] | None = None) -> list[int]:
+    """One merge at a time: the lowest-rank pair present, leftmost occurrence.
+
+    Merge ``i`` makes id ``results[i]`` (``256 + i`` by default); a repeated pair keeps its
+    first rank. Bytes are ids 0..255.
+    """
+    made = results or [256 + i for i in range(len(merges))]
+    rank: dict[tuple[int, int], int] = {}
+    for i, pair in enumerate(merges):
+        rank.setdefault(pair, i)
     ids = list(data)
     while True:
         found = [(rank[p], i) for i, p in enumerate(zip(ids, ids[1:])) if p in rank]
         if not found:
             return ids
         r, i = min(found)
-        ids[i : i + 2] = [r]
+        ids[i : i + 2] = [made[r]]
 
 
 @st.composite
@@ -84,6 +94,52 @@ def test_numpy_batch_equals_the_textbook(merges: list[tuple[int, int]], datas: l
     tail: dict[str, list[int]] = {}  # the last few pre-tokens finished one by one in Python
     batch_bpe(keys, datas, tok._batch_ranks(bpe_batch), tail, finish=tok._bpe_short)
     assert tail == got
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    merges=merge_tables(),
+    datas=st.lists(byte_strings.filter(bool), min_size=70, max_size=160),
+    tail=st.sampled_from([0, 24]),
+)
+def test_numpy_batch_removes_finished_pretokens_exactly(
+    merges: list[tuple[int, int]], datas: list[bytes], tail: int
+) -> None:
+    """Batches large enough that finished pre-tokens and dead slots leave the arrays mid-way
+    (``_Batch.compact``), with and without the Python tail."""
+    tok = tokenizer(merges)
+    got: dict[int, list[int]] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bpe_batch, "_COMPACT_FROM", 4)
+        mp.setattr(bpe_batch, "TAIL", tail)
+        batch_bpe(list(range(len(datas))), datas, tok._batch_ranks(bpe_batch), got, finish=tok._bpe_short)
+    assert [got[j] for j in range(len(datas))] == [textbook_bpe(d, merges) for d in datas]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**9), n=st.integers(1, 120))
+def test_numpy_batch_merges_unsafe_ranks_one_at_a_time(seed: int, n: int) -> None:
+    """Imported vocabularies: ids shuffled, a token made by several merges (ranks not topological,
+    ``vocab.unsafe_ranks``), results packed beside the ranks. Strings of the tokens' letters."""
+    extra, merge_spellings = _random_vocabulary(seed)
+    tok = _tok(extra, merge_spellings, ignore_merges=False)
+    spelling = {t: i for i, t in enumerate(tok.id_bytes()[: 256 + len(extra)])}
+    merges = [(spelling[a], spelling[b]) for a, b in merge_spellings]
+    results = [spelling[a + b] for a, b in merge_spellings]
+    rnd = random.Random(seed)
+    datas = [bytes(rnd.choice(b"abc") for _ in range(rnd.randint(1, 14))) for _ in range(n)]
+    got: dict[int, list[int]] = {}
+    batch_bpe(list(range(n)), datas, tok._batch_ranks(bpe_batch), got, finish=tok._bpe_short)
+    assert [got[j] for j in range(n)] == [textbook_bpe(d, merges, results) for d in datas]
+
+
+def test_the_generated_imports_have_unsafe_ranks() -> None:
+    """Not vacuous: the vocabularies above do have ranks the batch must merge one at a time."""
+    with_unsafe = 0
+    for seed in range(40):
+        tok = _tok(*_random_vocabulary(seed), ignore_merges=False)
+        with_unsafe += bool(vocab.unsafe_ranks(tok.merges, tok._results, len(tok.id_bytes())))
+    assert with_unsafe >= 10, with_unsafe
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
