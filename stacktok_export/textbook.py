@@ -1,15 +1,20 @@
 """The textbook merge-list BPE rule, written plainly: an oracle for the fast code, not an encoder.
 
 The rule, for one pre-token's ids and a ranked merge list: while some adjacent pair has a rank,
-take the pair of lowest rank and replace its leftmost non-overlapping occurrences, left to right,
-by the merge's result id. :func:`merge_pair` is one such replacement, :class:`MergeListBPE` the
-whole loop::
+take the pair of lowest rank and replace its leftmost occurrence by the merge's result id
+(:class:`MergeListBPE`), as Hugging Face ``tokenizers`` and tiktoken do. Training replaces every
+non-overlapping occurrence of its chosen pair at once, left to right (:func:`merge_pair`). The
+two agree when no merge makes a token that a lower-rank merge uses (every list stacktok trains);
+on imported lists that do (``vocab.unsafe_ranks``), the pair a merge creates can outrank the next
+occurrence, so one occurrence at a time is the rule::
 
     >>> merge_pair([97, 97, 97], (97, 97), 256)      # "aaa": one merge, then a lone "a"
     [256, 97]
     >>> bpe = MergeListBPE({97: 97, 98: 98}, [(97, 98, 256), (256, 256, 257)])
     >>> bpe(b"ababa")
     [257, 97]
+    >>> MergeListBPE({97: 0, 98: 1}, [(2, 0, 3), (0, 1, 2)])(b"abab")  # "ab"+"a" outranks the 2nd "ab"
+    [3, 1]
 
 Two readers check the fast code against it: ``stacktok audit`` (self-reachability of a
 ``tokenizer.json`` vocabulary, whose ids need not follow the stacktok layout) and
@@ -44,7 +49,7 @@ def merge_pair(ids: Sequence[int], pair: tuple[int, int], new_id: int) -> list[i
 
 
 class MergeListBPE:
-    """Merge-list BPE over arbitrary ids: the lowest-rank pair first, leftmost occurrences first.
+    """Merge-list BPE over arbitrary ids: the lowest-rank pair first, its leftmost occurrence, one at a time.
 
     ``byte_ids`` maps each byte to its token id; ``merges`` lists ``(left, right, result)`` in
     rank order (a repeated pair keeps its first rank). A byte without a token becomes
@@ -65,7 +70,8 @@ class MergeListBPE:
             if not found:
                 break
             pair = min(found)[1]
-            ids = merge_pair(ids, pair, rank[pair][1])
+            i = next(i for i, p in enumerate(zip(ids, ids[1:])) if p == pair)
+            ids[i : i + 2] = [rank[pair][1]]
         return ids
 
 
