@@ -122,7 +122,7 @@ def batch_bpe(
     The pre-tokens lie end to end in flat arrays, each followed by one ``GAP`` slot (whose
     pairs never merge). A merge leaves the right slot ``DEAD`` and relinks the live ones
     (``nxt``/``prv``), so a round moves no data; finished pre-tokens and dead slots leave the
-    arrays once at least half of the pre-tokens are finished. ``finish`` (one-at-a-time BPE
+    arrays once three quarters of the pre-tokens are finished. ``finish`` (one-at-a-time BPE
     from any partly merged state, e.g. ``_bpe_short``) takes over once at most ``TAIL``
     pre-tokens are left: a round costs the same few numpy calls however few still merge.
     """
@@ -142,7 +142,7 @@ def batch_bpe(
         n_done = int(np.count_nonzero(done))
         if n_done == len(best) or (finish is not None and len(best) - n_done <= TAIL):
             break
-        if n_done and 2 * n_done >= len(best) and len(best) >= _COMPACT_FROM:
+        if n_done and 4 * n_done >= 3 * len(best) and len(best) >= _COMPACT_FROM:
             parts.append(b.compact(done))
             best, done, n_done = best[~done], done[~done], 0
         if n_done:

@@ -28,6 +28,7 @@ Out of scope: speed -- each step rescans the whole word, O(n^2) in its length; e
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 
 def merge_pair(ids: Sequence[int], pair: tuple[int, int], new_id: int) -> list[int]:
@@ -61,6 +62,13 @@ class MergeListBPE:
         self.rank: dict[tuple[int, int], tuple[int, int]] = {}
         for r, (a, b, out) in enumerate(merges):
             self.rank.setdefault((a, b), (r, out))
+
+    @classmethod
+    def of(cls, tok: Any) -> MergeListBPE:
+        """The plain merge-list rule of a ``StackTokenizer`` (its bytes' ids, merges and results),
+        never its ``ignore_merges`` shortcut; a byte without a token stays ``-1 - byte``."""
+        byte_ids = {b: i for b, i in enumerate(tok.byte_ids) if i is not None}
+        return cls(byte_ids, [(a, b, tok.merge_result(r)) for r, (a, b) in enumerate(tok.merges)])
 
     def __call__(self, data: bytes) -> list[int]:
         ids = [self.byte_ids.get(b, -1 - b) for b in data]

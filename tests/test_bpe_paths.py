@@ -385,10 +385,24 @@ def test_the_textbook_equals_the_encoder_on_imported_vocabularies(seed: int) -> 
     from stacktok_export.textbook import MergeListBPE
 
     tok = _tok(*_random_vocabulary(seed), ignore_merges=False)
-    textbook = MergeListBPE(
-        dict(enumerate(tok.byte_ids)), [(a, b, tok.merge_result(r)) for r, (a, b) in enumerate(tok.merges)]
-    )
+    textbook = MergeListBPE.of(tok)
     rnd = random.Random(seed)
     for _ in range(60):
         data = bytes(rnd.choice(b"abc") for _ in range(rnd.randint(1, 14)))
         assert textbook(data) == tok._bpe_merges(data), data
+
+
+def test_the_textbook_of_a_tokenizer_keeps_a_byte_without_a_token_apart() -> None:
+    """A byte the vocabulary lacks becomes ``-1 - byte`` (never merged; ``stacktok audit``
+    reports it so), not ``None``."""
+    from stacktok_export.textbook import MergeListBPE
+
+    tokens = [bytes([b]) for b in range(255)] + [b"ab", b"<|eos|>"]  # no 0xff
+    tok = StackTokenizer.from_vocab(
+        tokens=tokens,
+        merges=[(97, 98)],
+        specials={"<|eos|>": 256},
+        patterns=[SPLIT_PATTERN],
+        name="no-ff",
+    )
+    assert MergeListBPE.of(tok)(b"ab\xffab") == [255, -256, 255]

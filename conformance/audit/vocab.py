@@ -115,8 +115,7 @@ def _imported_vocab(tok: StackTokenizer, path: Path) -> Vocab:
     """An imported (v2) artifact: ordinary ids at any ids, every multi-byte token, and the plain
     merge-list rule (never the whole-word shortcut of ``ignore_merges``, which would make every
     token trivially reachable) for self-reachability."""
-    merged = [tok.merge_result(r) for r in range(len(tok.merges))]
-    plain = MergeListBPE(dict(enumerate(tok.byte_ids)), ((a, b, m) for (a, b), m in zip(tok.merges, merged)))
+    plain = MergeListBPE.of(tok)
     tokens = ordinary_bytes(tok)
     return Vocab(
         subject="artifact",

@@ -100,9 +100,7 @@ def _stuck_tokens(tok: StackTokenizer, vocab: dict[bytes, int], table: list[byte
         suspects = [(t, i) for t, i in suspects if not set(t) & set(tok.missing_bytes)]
     if not suspects:
         return None
-    bpe = MergeListBPE(  # every byte of a suspect has a token here (rule 1 and the filter above)
-        dict(enumerate(tok.byte_ids)), [(a, b, tok.merge_result(r)) for r, (a, b) in enumerate(tok.merges)]
-    )
+    bpe = MergeListBPE.of(tok)  # every byte of a suspect has a token here (rule 1 and the filter above)
     stops = [(t, i, bpe(t)) for t, i in suspects]
     pairs = [(t, i, parts) for t, i, parts in stops if len(parts) == 2]
     if pairs:
