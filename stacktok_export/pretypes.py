@@ -141,6 +141,11 @@ _GROUPS: dict[PreType, tuple[str, ...]] = {
     PreType((_BLOOM, r"\p{N}")): ("viking",),
 }
 
+#: single splits under which ``findall`` is the whole split: every character starts some match
+#: (letters, numbers, white space and the rest each have an alternative of their own), so no
+#: text falls between matches -- where tiktoken, which keeps only the matches, would drop it
+COVERING = frozenset({LLAMA3_PATTERN, GPT2_PATTERN, _QWEN2, _QWEN35, _GPT4O})
+
 #: pre name -> what it means
 PRE_TYPES: dict[str, PreType] = {name: pt for pt, names in _GROUPS.items() for name in names}
 

@@ -16,7 +16,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from stacktok_export import StackTokenizer
 from stacktok_export.importers import import_tokenizer
 
 from .helpers import llama_vocab
@@ -136,3 +139,79 @@ def test_a_llama3_pack_goes_through_tiktoken_with_the_reference_ids(models, tmp_
     docs = [d.tolist() for d in PackReader(tmp_path / "out", tokenizer=tok).documents()]
     assert docs == [[tok.bos_id, *tok.encode(t), tok.eos_id] for t in texts]
     assert check_pack(tmp_path / "out", artifact=str(tmp_path / "llama3.json"), rate=1.0) == []
+
+
+@pytest.mark.parametrize("name", ["gpt-2", "qwen2"])
+def test_another_split_packs_ascii_documents_through_tiktoken(models, tmp_path, name):
+    """GPT-2's and Qwen2's merge lists are proven, but the drift cache's shapes hold only for
+    the Llama-3 split: their ASCII documents go through tiktoken, every document holding a
+    non-ASCII code point through the reference, and all ids are the reference's. llama.cpp's
+    Qwen2 test vocabulary splits 290 ``[PAD…]`` tokens out of plain text, which tiktoken cannot:
+    as imported it packs wholly through the reference; without them it is the Qwen2 split."""
+    import json
+
+    from stacktok_export.pack import PackOptions, PackReader, check_pack, pack
+
+    tok = import_tokenizer(models / f"ggml-vocab-{name}.gguf")
+    texts = [text for text, _ in llama_vocab.cases(models, name) if text.strip()]
+    texts += ["    indented    code\n\n\n        more", "-" * 70, "it's 2024's 1234567 $x"]
+    non_ascii = sum(not t.isascii() for t in texts)
+    assert 0 < non_ascii < len(texts) - 3
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+
+    def packed(artifact: str, out: str) -> int:
+        opts = PackOptions(artifact=artifact, quiet=True, workers=1, verify=0.0)
+        manifest = pack([str(tmp_path / "t.jsonl")], tmp_path / out, options=opts)
+        tok = StackTokenizer.load(artifact)
+        docs = [d.tolist() for d in PackReader(tmp_path / out, tokenizer=tok).documents()]
+        assert docs == [[tok.bos_id, *tok.encode(t), tok.eos_id] for t in texts]
+        assert check_pack(tmp_path / out, artifact=artifact, rate=1.0) == []
+        return manifest["totals"]["reference_encoded"]
+
+    tok.save(tmp_path / "tok.json")
+    if tok.in_text:  # qwen2: every document through the reference, then the split alone
+        assert name == "qwen2"
+        assert packed(str(tmp_path / "tok.json"), "out-as-imported") == len(texts)
+        payload = json.loads((tmp_path / "tok.json").read_text())
+        del payload["fingerprint"]
+        payload["in_text"] = []
+        (tmp_path / "tok.json").write_text(json.dumps(payload))
+    assert packed(str(tmp_path / "tok.json"), "out") == non_ascii
+
+
+def test_a_split_tiktoken_would_not_cover_packs_through_the_reference(tmp_path):
+    """Merges proven, but the pattern matches letters only: tiktoken keeps only the matches (it
+    drops `` 12``), the reference keeps the text between them, so the packer never takes the fast
+    path for such a split (``pretypes.COVERING``)."""
+    from stacktok_export.export.tiktoken_fmt import tiktoken_unproven, to_tiktoken
+    from stacktok_export.pack.encode import REFERENCE, DocEncoder, EncoderSpec
+
+    tokens = [bytes([b]) for b in range(256)] + [b"ab", b"<|bos|>", b"<|eos|>"]
+    tok = StackTokenizer.from_vocab(
+        tokens=tokens,
+        merges=[(97, 98)],
+        specials={"<|bos|>": 257, "<|eos|>": 258},
+        roles={"bos": 257, "eos": 258},
+        patterns=[r" ?\p{L}+"],
+        name="letters-only",
+    )
+    assert tiktoken_unproven(tok) is None
+    assert to_tiktoken(tok).encode_ordinary("ab 12") == [256]
+    assert tok.encode("ab 12") == [256, 32, 49, 50]
+    tok.save(tmp_path / "t.json")
+    encoder = DocEncoder(EncoderSpec(artifact=str(tmp_path / "t.json"), rate=0.0))
+    assert encoder.fast is None
+    assert encoder._document(0, 0, "ab 12") == ([256, 32, 49, 50], REFERENCE)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(st.characters(codec="utf-8"), max_size=60))
+def test_every_covering_split_leaves_no_text_between_matches(text):
+    """``pretypes.COVERING``: each split's matches, end to end, are the whole text (any script,
+    marks, controls, white space), so tiktoken's findall drops nothing."""
+    import regex
+
+    from stacktok_export.pretypes import COVERING
+
+    for pattern in COVERING:
+        assert "".join(regex.findall(pattern, text)) == text, pattern

@@ -3,8 +3,9 @@
 The fast path is the tiktoken export (what the conformance suite proves equal
 to the reference). Two kinds of document go through the reference itself:
 those holding a code point tiktoken's regex tables classify differently
-(:class:`~stacktok_export.drift.DriftCache`, asked once per code point), so
-the ids are the reference's by construction; and the *verified* ones -- a
+(:class:`~stacktok_export.drift.DriftCache`, asked once per code point; under
+a split other than Llama-3's, where its shapes are not proven, every document
+holding a non-ASCII code point), so the ids are the reference's by construction; and the *verified* ones -- a
 deterministic sample chosen by document number (``rate``), every document
 holding a special-token string or a code point tiktoken encodes differently
 for a reason no Unicode table explains, or all with ``rate=1`` -- are encoded
@@ -107,18 +108,24 @@ class DocEncoder:
 
     def __init__(self, spec: EncoderSpec) -> None:
         from ..export.tiktoken_fmt import tiktoken_unproven, to_tiktoken
+        from ..pretypes import COVERING
         from ..vocab import is_llama3
 
         self.ref: StackTokenizer = load_tokenizer(
             Path(spec.artifact), allow_engine_mismatch=spec.allow_engine_mismatch
         )
-        # tiktoken is the fast path only where it is proven equal and the drift cache's shapes
-        # hold (the Llama-3 split); otherwise every document goes through the reference
-        proven = is_llama3(self.ref.patterns) and tiktoken_unproven(self.ref) is None
+        # tiktoken is the fast path where its merges are proven equal and its findall is the whole
+        # split (``pretypes.COVERING``: else it drops the text between matches). The drift cache's
+        # shapes hold for the Llama-3 split; under another (GPT-2's, Qwen2's) only ASCII documents
+        # go the fast way: the regex engines differ in their Unicode tables, not in ASCII classes.
+        covering = len(self.ref.patterns) == 1 and self.ref.patterns[0] in COVERING
+        proven = covering and tiktoken_unproven(self.ref) is None
         self.fast = to_tiktoken(self.ref) if proven else None
         self.rate = spec.rate
         self.keep_empty = spec.keep_empty
-        self.drift = None if self.fast is None else DriftCache(self.ref, self.fast.encode_ordinary)
+        llama3 = is_llama3(self.ref.patterns)
+        self.drift = DriftCache(self.ref, self.fast.encode_ordinary) if proven and llama3 else None
+        self.ascii_only = proven and not llama3
         self.bos, self.eos = self.ref.bos_id, self.ref.eos_id
         self.specials = tuple(self.ref.special_to_id)
         self.dtype = np.dtype(token_dtype(self.ref.vocab_size))
@@ -161,9 +168,9 @@ class DocEncoder:
             return None, SKIPPED
         if not text and not self.keep_empty:
             return None, EMPTY
-        if self.drift is None:
+        if self.fast is None or (self.ascii_only and not text.isascii()):
             return self.ref.encode(text), REFERENCE
-        tables, other = self.drift.scan(text)
+        tables, other = (False, None) if self.drift is None else self.drift.scan(text)
         if tables and other is None:
             return self.ref.encode(text), REFERENCE
         ids = self._fast(text)
