@@ -16,8 +16,9 @@ occurrence, so one occurrence at a time is the rule::
     >>> MergeListBPE({97: 0, 98: 1}, [(2, 0, 3), (0, 1, 2)])(b"abab")  # "ab"+"a" outranks the 2nd "ab"
     [3, 1]
 
-Two readers check the fast code against it: ``stacktok audit`` (self-reachability of a
-``tokenizer.json`` vocabulary, whose ids need not follow the stacktok layout) and
+Its readers: ``stacktok audit`` (self-reachability of a ``tokenizer.json`` vocabulary, whose ids
+need not follow the stacktok layout), the tiktoken proof (``export/tiktoken_proof.py``: where a
+token's own bytes stop), ``tests/test_bpe_paths.py`` (the encoder on imported lists) and
 ``tests/test_bpe.py`` (the trainer against a full-rescan trainer built on :func:`merge_pair`).
 
 Out of scope: speed -- each step rescans the whole word, O(n^2) in its length; encode text with
