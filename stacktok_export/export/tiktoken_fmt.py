@@ -50,13 +50,15 @@ def tiktoken_text(tok: StackTokenizer) -> str:
     return "\n".join(lines) + "\n"
 
 
-def tiktoken_unproven(tok: StackTokenizer) -> str | None:
+def tiktoken_unproven(tok: StackTokenizer, *, outside_in_text: bool = False) -> str | None:
     """Why tiktoken's equality with ``tok`` is not proven statically (``None``: proven).
 
     v1: proven when every token is self-reachable (tiktoken takes a whole pre-token that is a
     token; the merge list must reach it too) -- true of the shipped artifact, not of every
     vocabulary a user trains or imports in v1's layout. v2: the merge-list proof, and no
-    specials the source matches in plain text (tiktoken has no such specials).
+    specials the source matches in plain text (tiktoken has no such specials) -- unless
+    ``outside_in_text``: the question is then text holding none of them (the packer sends the
+    rest to the reference).
     """
     if is_v1(tok):
         from ..vocab import self_reachable
@@ -64,7 +66,7 @@ def tiktoken_unproven(tok: StackTokenizer) -> str | None:
         if self_reachable(tok):
             return None
         return "some tokens are not self-reachable (tiktoken takes them whole)"
-    if tok.in_text:
+    if tok.in_text and not outside_in_text:
         return f"the source splits {sorted(tok.in_text)[:3]} out of plain text; tiktoken cannot"
     return tiktoken_refusal(tok)
 

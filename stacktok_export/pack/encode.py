@@ -5,11 +5,13 @@ to the reference). Two kinds of document go through the reference itself:
 those holding a code point tiktoken's regex tables classify differently
 (:class:`~stacktok_export.drift.DriftCache`, asked once per code point; under
 a split other than Llama-3's, where its shapes are not proven, every document
-holding a non-ASCII code point), so the ids are the reference's by construction; and the *verified* ones -- a
-deterministic sample chosen by document number (``rate``), every document
-holding a special-token string or a code point tiktoken encodes differently
-for a reason no Unicode table explains, or all with ``rate=1`` -- are encoded
-by both and compared. A difference is returned as a :class:`Mismatch`, never written.
+holding a non-ASCII code point) or a token the source splits out of plain
+text (``in_text``, which tiktoken has not), so the ids are the reference's by
+construction; and the *verified* ones -- a deterministic sample chosen by
+document number (``rate``), every document holding a special-token string or
+a code point tiktoken encodes differently for a reason no Unicode table
+explains, or all with ``rate=1`` -- are encoded by both and compared. A
+difference is returned as a :class:`Mismatch`, never written.
 
 Out of scope: which process runs this (``engines``) and where ids go (``writer``).
 """
@@ -118,8 +120,11 @@ class DocEncoder:
         # split (``pretypes.COVERING``: else it drops the text between matches). The drift cache's
         # shapes hold for the Llama-3 split; under another (GPT-2's, Qwen2's) only ASCII documents
         # go the fast way: the regex engines differ in their Unicode tables, not in ASCII classes.
+        # Tokens the source splits out of plain text (``in_text``, e.g. Qwen3's ``<think>``):
+        # tiktoken has none, so a document holding one goes to the reference, the rest may not.
         covering = len(self.ref.patterns) == 1 and self.ref.patterns[0] in COVERING
-        proven = covering and tiktoken_unproven(self.ref) is None
+        proven = covering and tiktoken_unproven(self.ref, outside_in_text=True) is None
+        self.in_text = _Strings(self.ref.in_text)
         self.fast = to_tiktoken(self.ref) if proven else None
         self.rate = spec.rate
         self.keep_empty = spec.keep_empty
@@ -168,7 +173,7 @@ class DocEncoder:
             return None, SKIPPED
         if not text and not self.keep_empty:
             return None, EMPTY
-        if self.fast is None or (self.ascii_only and not text.isascii()):
+        if self.fast is None or (self.ascii_only and not text.isascii()) or self.in_text.found_in(text):
             return self.ref.encode(text), REFERENCE
         tables, other = (False, None) if self.drift is None else self.drift.scan(text)
         if tables and other is None:
@@ -183,6 +188,19 @@ class DocEncoder:
 
     def _has_special(self, text: str) -> bool:
         return "<|" in text and any(s in text for s in self.specials)
+
+
+class _Strings:
+    """Whether a text holds any of a set of strings: ``str.__contains__`` (C) for each string
+    whose first character the text holds (290 ``[PAD…]`` tokens cost one ``"[" in text``)."""
+
+    def __init__(self, strings: frozenset[str]) -> None:
+        self.by_first: dict[str, list[str]] = {}
+        for s in sorted(filter(None, strings)):
+            self.by_first.setdefault(s[0], []).append(s)
+
+    def found_in(self, text: str) -> bool:
+        return any(c in text and any(s in text for s in group) for c, group in self.by_first.items())
 
 
 def _empty(dtype: np.dtype) -> tuple[np.ndarray, ...]:
