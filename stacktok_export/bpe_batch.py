@@ -172,7 +172,7 @@ class _Batch:
         self.prv = np.arange(-1, len(piece) - 1)  # -1: the last slot, always a gap
 
     def collect(self, done: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The ids, lengths and owners of the finished pre-tokens, for ``_emit``."""
+        """The current ids, lengths and owners of the pre-tokens ``done`` marks (for ``_emit``)."""
         at = done[self.piece]
         ids = self.ids[at]
         real = ids >= 0
@@ -191,13 +191,10 @@ class _Batch:
 
     def finish_tail(self, keys: list[str], tail: np.ndarray, finish: Callable, into: dict) -> None:
         """The pre-tokens still merging, each finished by ``finish`` from its current ids."""
-        at = tail[self.piece]
-        ids = self.ids[at]
-        real = ids >= 0
-        flat = ids[real].tolist()
-        lens = np.bincount(self.piece[at][real], minlength=len(tail))[tail]
+        ids, lens, owner = self.collect(tail)
+        flat = ids.tolist()
         start = 0
-        for n, j in zip(lens.tolist(), self.owner[tail].tolist()):
+        for n, j in zip(lens.tolist(), owner.tolist()):
             into[keys[j]] = finish(flat[start : start + n])
             start += n
 

@@ -75,12 +75,11 @@ class MergeListBPE:
         ids = [self.byte_ids.get(b, -1 - b) for b in data]
         rank = self.rank
         while len(ids) > 1:
-            found = [(rank[p][0], p) for p in zip(ids, ids[1:]) if p in rank]
+            found = [(rank[p], i) for i, p in enumerate(zip(ids, ids[1:])) if p in rank]
             if not found:
                 break
-            pair = min(found)[1]
-            i = next(i for i, p in enumerate(zip(ids, ids[1:])) if p == pair)
-            ids[i : i + 2] = [rank[pair][1]]
+            (_, made), i = min(found)  # the lowest rank, then the leftmost position
+            ids[i : i + 2] = [made]
         return ids
 
 

@@ -215,3 +215,27 @@ def test_every_covering_split_leaves_no_text_between_matches(text):
 
     for pattern in COVERING:
         assert "".join(regex.findall(pattern, text)) == text, pattern
+
+
+def test_a_document_holding_any_special_string_is_verified(tmp_path):
+    """Specials spelled without ``<|`` (``<s>``, ``[SEP]``) count as special-token strings too:
+    the packer re-encodes such a document with the reference and compares."""
+    from stacktok_export.pack.encode import VERIFIED, DocEncoder, EncoderSpec
+    from stacktok_export.pretokenize import LLAMA3_PATTERN
+
+    tokens = [bytes([b]) for b in range(256)] + [b"<s>", b"</s>", b"[SEP]"]
+    tok = StackTokenizer.from_vocab(
+        tokens=tokens,
+        merges=[],
+        specials={"<s>": 256, "</s>": 257, "[SEP]": 258},
+        roles={"bos": 256, "eos": 257},
+        patterns=[LLAMA3_PATTERN],
+        name="plain-specials",
+    )
+    tok.save(tmp_path / "t.json")
+    encoder = DocEncoder(EncoderSpec(artifact=str(tmp_path / "t.json"), rate=0.0))
+    assert encoder.fast is not None
+    for text in ("a <s> b", "x [SEP] y"):
+        ids, flag = encoder._document(0, 7, text)
+        assert flag == VERIFIED and list(ids) == tok.encode(text)
+    assert encoder._document(0, 7, "a s b")[1] == 0

@@ -58,10 +58,10 @@ def tiktoken_refusal(tok: StackTokenizer) -> str | None:
             f"tiktoken has one pat_str but this artifact applies {len(tok.patterns)} isolated "
             "regex splits in sequence (no exact single-regex form is proven)"
         )
-    in_text = [b for b in tok.missing_bytes if b not in _NEVER_IN_UTF8]
-    if in_text:
+    held = [b for b in tok.missing_bytes if b not in _NEVER_IN_UTF8]
+    if held:
         return (
-            f"bytes {in_text[:8]} occur in UTF-8 text but have no token: tiktoken fails on them, "
+            f"bytes {held[:8]} occur in UTF-8 text but have no token: tiktoken fails on them, "
             "the reference drops them"
         )
     table = tok.id_bytes()
@@ -97,7 +97,8 @@ def _stuck_tokens(tok: StackTokenizer, vocab: dict[bytes, int], table: list[byte
         reached = tok._self_reachable()
         suspects = [(t, i) for t, i in vocab.items() if len(t) > 1 and reached.get(t) != i]
     if tok.missing_bytes:  # only bytes no text holds are left (rule 1): such tokens never occur
-        suspects = [(t, i) for t, i in suspects if not set(t) & set(tok.missing_bytes)]
+        missing = set(tok.missing_bytes)
+        suspects = [(t, i) for t, i in suspects if missing.isdisjoint(t)]
     if not suspects:
         return None
     bpe = MergeListBPE.of(tok)  # every byte of a suspect has a token here (rule 1 and the filter above)

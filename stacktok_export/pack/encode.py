@@ -132,7 +132,7 @@ class DocEncoder:
         self.drift = DriftCache(self.ref, self.fast.encode_ordinary) if proven and llama3 else None
         self.ascii_only = proven and not llama3
         self.bos, self.eos = self.ref.bos_id, self.ref.eos_id
-        self.specials = tuple(self.ref.special_to_id)
+        self.specials = _Strings(frozenset(self.ref.special_to_id))
         self.dtype = np.dtype(token_dtype(self.ref.vocab_size))
 
     def _fast(self, text: str) -> np.ndarray:
@@ -179,15 +179,12 @@ class DocEncoder:
         if tables and other is None:
             return self.ref.encode(text), REFERENCE
         ids = self._fast(text)
-        if other is None and not (sampled(source, number, self.rate) or self._has_special(text)):
+        if other is None and not (sampled(source, number, self.rate) or self.specials.found_in(text)):
             return ids, 0
         ref, got = self.ref.encode(text), ids.tolist()
         if ref != got:
             return Mismatch(number, "", first_difference(ref, got), ref, got), VERIFIED
         return ids, VERIFIED
-
-    def _has_special(self, text: str) -> bool:
-        return "<|" in text and any(s in text for s in self.specials)
 
 
 class _Strings:
