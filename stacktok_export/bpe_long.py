@@ -23,11 +23,15 @@ Out of scope: merging the chunks (``StackTokenizer._bpe_long``), pre-tokens with
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 _SEP = b"\xff"  # never in UTF-8 text: marks the cuts for one bytes.split
+#: bytes cut at a time by :meth:`HardCuts.windows`: a 10 MB pre-token cut in one go allocates
+#: arrays of 40-100 MB, fresh from the OS on every call (glibc maps anything over 32 MB), and
+#: their page faults made 10x the input cost ~17x the time of the cut (0.67 s vs 0.04 s)
+WINDOW_BYTES = 1 << 18
 
 
 class HardCuts:
@@ -60,3 +64,26 @@ class HardCuts:
             return np.insert(arr, cuts, 0xFF).tobytes().split(_SEP)
         bounds = [0, *cuts.tolist(), len(data)]
         return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    def windows(self, data: bytes, *, size: int | None = None) -> Iterator[list[bytes]]:
+        """:meth:`split` of ``data``, in lists of the chunks of about ``size`` bytes at a time.
+
+        A window's last chunk may go on past it: it is held back and starts the next window
+        (so the pair across a window's end is judged there). A window without a cut is widened
+        (doubled) until it has one or reaches the end, so a pre-token with no cut at all comes
+        out as ``[[data]]``.
+        """
+        size = WINDOW_BYTES if size is None else size
+        at, n = 0, len(data)
+        while at < n:
+            end = at + size
+            while True:
+                if end >= n:
+                    yield self.split(data[at:] if at else data)
+                    return
+                chunks = self.split(data[at:end])
+                if len(chunks) > 1:
+                    at = end - len(chunks.pop())
+                    yield chunks
+                    break
+                end = at + 2 * (end - at)

@@ -172,15 +172,20 @@ def test_long_pretokens_cut_where_no_merge_joins(
     merges: list[tuple[int, int]], datas: list[bytes], batch: int
 ) -> None:
     """_bpe_long cuts at pairs inside no merged token; chunks merge alone (numpy batch or one by one)."""
+    from stacktok_export import bpe_long
+
     tok = tokenizer(merges)
-    saved = merging_module._BATCH
+    saved = merging_module._BATCH, bpe_long.WINDOW_BYTES
     merging_module._BATCH = batch  # _bpe_long's chunks (merging.py)
     try:
-        for data in datas + datas:  # the second round is served from the chunk cache
-            assert tok._bpe_long(data) == textbook_bpe(data, merges)
-            assert b"".join(tok._cuts.split(data)) == data
+        for window in (3, 1 << 18):  # cut a few bytes at a time, and all at once
+            bpe_long.WINDOW_BYTES = window
+            tok._clear_caches()
+            for data in datas + datas:  # the second round is served from the chunk cache
+                assert tok._bpe_long(data) == textbook_bpe(data, merges)
+                assert b"".join(tok._cuts.split(data)) == data
     finally:
-        merging_module._BATCH = saved
+        merging_module._BATCH, bpe_long.WINDOW_BYTES = saved
 
 
 def test_hard_cuts_split_only_between_pairs_no_token_holds() -> None:
@@ -358,7 +363,10 @@ def test_hard_cuts_equal_the_pairwise_rule(tokens: list[bytes], data: bytes) -> 
             want.append(data[start:i])
             start = i
     want.append(data[start:])
-    assert HardCuts(tokens).split(data) == want
+    cuts = HardCuts(tokens)
+    assert cuts.split(data) == want
+    for size in (1, 2, 7, 1 << 18):  # windows: the same chunks, whatever the window
+        assert [chunk for part in cuts.windows(data, size=size) for chunk in part] == (want if data else [])
 
 
 def test_the_textbook_merges_one_occurrence_at_a_time_like_the_libraries() -> None:
@@ -406,3 +414,27 @@ def test_the_textbook_of_a_tokenizer_keeps_a_byte_without_a_token_apart() -> Non
         name="no-ff",
     )
     assert MergeListBPE.of(tok)(b"ab\xffab") == [255, -256, 255]
+
+
+def test_a_full_cache_starts_over_keeping_what_the_call_reads() -> None:
+    """Overflow drops the entries this call does not read and merges only its new keys."""
+    from stacktok_export.merging import _fill
+
+    merged: list[set] = []
+
+    def merge(new: set, cache: dict) -> None:
+        merged.append(set(new))
+        cache.update((k, [len(k)]) for k in new)
+
+    saved = merging_module._CACHE_MAX
+    merging_module._CACHE_MAX = 4
+    try:
+        cache: dict = {}
+        _fill(cache, ["a", "bb", "a"], merge)
+        _fill(cache, ["ccc", "a"], merge)
+        assert merged == [{"a", "bb"}, {"ccc"}] and len(cache) == 3
+        _fill(cache, ["a", "dddd", "eeeee"], merge)  # 3 + 2 > 4: start over with "a" kept
+        assert merged[-1] == {"dddd", "eeeee"}
+        assert cache == {"a": [1], "dddd": [4], "eeeee": [5]}
+    finally:
+        merging_module._CACHE_MAX = saved
