@@ -29,7 +29,7 @@ text), and non-ASCII stretches, which ``regex`` splits as before.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import regex
 
@@ -37,6 +37,19 @@ from .pretokenize import LLAMA3_PATTERN
 
 #: Cuts that are pre-token boundaries of the Llama-3 pattern (see the module docstring).
 LINE_CUT = re.compile(r"\n(?=[ \t]*[!-~])")
+
+_PUNCT = r"!-/:-@\[-`{-~"  # ASCII characters that are neither letter, digit nor white space
+#: More Llama-3 boundaries, for cutting a long text into windows (a line may be megabytes long:
+#: a base64 blob, a minified asset). A match is the character after a cut (or, for LINE_CUT's
+#: newline, the character before it): a digit or punctuation after an ASCII letter, punctuation
+#: after a digit. No alternative of the pattern holds a letter followed by anything but letters
+#: (``[^\r\n\p{L}\p{N}]?\p{L}+``), nor a digit followed by a non-digit (``\p{N}{1,3}``); a match
+#: that starts at the cut never looks behind it, and the text before the cut ends in a letter or
+#: digit, so no white space run reaches the cut (``(?!\S)`` is not read there). Each alternative
+#: starts with its own character class, so ``re`` skips letters and CJK text fast (17 ns a char).
+WINDOW_CUT = re.compile(rf"[0-9{_PUNCT}](?<=[A-Za-z][0-9{_PUNCT}])|[{_PUNCT}](?<=[0-9].)|\n(?=[ \t]*[!-~])")
+#: characters searched for a cut past a window's end before the rest is left as one window
+_CUT_SEARCH = 1 << 16
 
 _WS = r"\t\n\x0b\x0c\r "  # what regex's \s matches among ASCII characters (tested)
 #: LLAMA3_PATTERN for ASCII text: \p{L} = A-Za-z, \p{N} = 0-9, \s = the six characters above,
@@ -55,6 +68,21 @@ _ASCII = re.compile(ASCII_PATTERN)
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 Split = Callable[[str], list[str]]
+
+
+def windows(text: str, size: int) -> Iterator[str]:
+    """``text`` in consecutive pieces of at least ``size`` characters, cut at :data:`WINDOW_CUT`
+    (each piece splits on its own exactly as inside the text); the last piece holds the rest,
+    also when no cut is found within ``_CUT_SEARCH`` characters past a window's end."""
+    at, n = 0, len(text)
+    while n - at > size:
+        m = WINDOW_CUT.search(text, at + size, at + size + _CUT_SEARCH)
+        if m is None:  # no cut near: a run of letters (one pre-token, windowed by _bpe_long) or such
+            break
+        cut = m.end() if m.group() == "\n" else m.start()
+        yield text[at:cut]
+        at = cut
+    yield text[at:] if at else text
 
 
 def cuts_at_lines(pattern: str) -> bool:

@@ -11,7 +11,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stacktok_export.ascii_split import ASCII_PATTERN, LINE_CUT, fast_split
+from stacktok_export.ascii_split import ASCII_PATTERN, LINE_CUT, WINDOW_CUT, fast_split, windows
 from stacktok_export.pretokenize import GPT2_PATTERN, LLAMA3_PATTERN
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,3 +80,47 @@ def test_other_patterns_keep_regex() -> None:
     gpt2 = regex.compile(GPT2_PATTERN)
     assert gpt2.findall("a\n\nb")[:-1] != gpt2.findall("a\n\n")
     assert fast_split(GPT2_PATTERN, gpt2) is None
+
+
+def _split_by_windows(text: str, size: int) -> list[str]:
+    return [piece for window in windows(text, size) for piece in FULL.findall(window)]
+
+
+def test_every_window_cut_is_a_boundary_on_both_sides() -> None:
+    """Every WINDOW_CUT position, alone: the text cut there splits like the whole."""
+    small = list("aZ0 \t\n'.~") + ["é", "\xa0", "١"]
+    cuts = 0
+    for n in range(2, 6):
+        for chars in itertools.product(small, repeat=n):
+            text = "".join(chars)
+            whole = FULL.findall(text)
+            for m in WINDOW_CUT.finditer(text):
+                at = m.end() if m.group() == "\n" else m.start()
+                assert 0 < at < len(text)
+                assert FULL.findall(text[:at]) + FULL.findall(text[at:]) == whole, (text, at)
+                cuts += 1
+    assert cuts > 10_000  # the cut is not vacuous over this alphabet
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(st.sampled_from(ALPHABET + ["\n", "\n ", "'re", "123456", "+/=", "QmFzZTY0"]), max_size=80),
+    st.integers(min_value=1, max_value=12),
+)
+def test_windows_split_like_the_whole_text(parts: list[str], size: int) -> None:
+    text = "".join(parts)
+    assert "".join(windows(text, size)) == text
+    assert _split_by_windows(text, size) == FULL.findall(text)
+
+
+def test_a_base64_line_is_cut_into_windows_and_a_letter_run_is_not() -> None:
+    import base64
+    import random
+
+    rng = random.Random(5)
+    blob = base64.b64encode(rng.randbytes(30_000)).decode()
+    parts = list(windows(blob, 1_000))
+    assert len(parts) >= 30 and all(len(p) >= 1_000 for p in parts[:-1])
+    assert _split_by_windows(blob, 1_000) == FULL.findall(blob)
+    letters = "".join(rng.choices("abcXYZ", k=5_000))
+    assert list(windows(letters, 1_000)) == [letters]

@@ -438,3 +438,32 @@ def test_a_full_cache_starts_over_keeping_what_the_call_reads() -> None:
         assert cache == {"a": [1], "dddd": [4], "eeeee": [5]}
     finally:
         merging_module._CACHE_MAX = saved
+
+
+def test_a_long_text_encodes_a_window_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows of a few hundred characters (held-out documents, a base64 line, a letter run
+    between them) give the ids of the whole text encoded at once, and the windows are used."""
+    import base64
+
+    tok = load_tokenizer(SHIPPED)
+    heldout = (ROOT / "fixtures" / "heldout-2mb.txt").read_text(encoding="utf-8")
+    rng = random.Random(11)
+    text = (
+        heldout[:20_000]
+        + base64.b64encode(rng.randbytes(6_000)).decode()
+        + "".join(rng.choices("abcdefXYZ", k=3_000))
+        + heldout[-20_000:]
+    )
+    whole = tok.encode(text)
+    seen: list[int] = []
+    window = bpe_module.StackTokenizer._encode_window
+
+    def counted(self: StackTokenizer, part: str, out: list[int]) -> None:
+        seen.append(len(part))
+        window(self, part, out)
+
+    monkeypatch.setattr(bpe_module, "_WINDOW_CHARS", 300)
+    monkeypatch.setattr(bpe_module.StackTokenizer, "_encode_window", counted)
+    tok._clear_caches()
+    assert tok.encode(text) == whole
+    assert len(seen) > 100 and sum(seen) == len(text)
