@@ -48,8 +48,11 @@ _BATCH = 50  # probe updates a worker sends at once
 SHARD_FROM = 500
 #: the cost model that balances the parts, in microseconds (measured on the shipped probes with
 #: transformers, the slowest plain backend): a fixed cost per probe, a cost per character of a
-#: streamed probe (the stream decodes every token) or of a longer one, and the once-per-backend checks
-_PER_PROBE, _PER_STREAMED_CHAR, _PER_CHAR, _EXTRAS = 100.0, 3.3, 0.7, 450_000.0
+#: streamed probe (the stream decodes every token) or of a longer one, and the once-per-backend
+#: checks. A longer probe's cost was refitted to all seven plain backends together (2026-12-05):
+#: tiktoken and llama.cpp are superlinear on one long pre-token (the 1 MB ``long-a-1m``: 0.36 s
+#: and 0.92 s), so at 0.7 the part holding the long probes took 7.1 s against the other's 6.0 s
+_PER_PROBE, _PER_STREAMED_CHAR, _PER_CHAR, _EXTRAS = 100.0, 3.3, 1.1, 450_000.0
 
 
 def can_fork() -> bool:
