@@ -1,11 +1,13 @@
-"""The Llama-3 split, with its ASCII stretches split by the standard library's ``re``.
+"""The Llama-3 and Qwen2 splits, with their ASCII stretches split by the standard library's ``re``.
 
 ``regex`` is what defines the split (its Unicode tables are recorded in every artifact), and it
 is the slowest step of encoding: on the held-out text the split alone costs more than
 tiktoken's whole encode. On ASCII characters the pattern's classes are plain byte ranges, and
 the standard library's ``re`` runs them about twice as fast as ``regex`` (measured on the
 held-out text's ASCII lines: 0.24 s vs 0.54 s). :func:`fast_split` returns a split that gives
-exactly ``regex``'s ``findall`` for :data:`~stacktok_export.pretokenize.LLAMA3_PATTERN`:
+exactly ``regex``'s ``findall`` for :data:`~stacktok_export.pretokenize.LLAMA3_PATTERN` and
+:data:`~stacktok_export.pretokenize.QWEN2_PATTERN` (the same alternatives, but single digits:
+a digit rule holds no white space, so every argument below is the same for both):
 
 - a text is cut only at :data:`LINE_CUT` -- after a newline whose following run of spaces and
   tabs ends at a visible ASCII character. Every such cut is a pre-token boundary, and the
@@ -14,8 +16,9 @@ exactly ``regex``'s ``findall`` for :data:`~stacktok_export.pretokenize.LLAMA3_P
   newlines (``[\\r\\n]*``), neither of which can take the next character; and the only look-ahead,
   ``(?!\\S)``, belongs to an alternative that comes after ``\\s*[\\r\\n]+`` and so never decides a
   run that holds a newline;
-- stretches between cuts that hold only ASCII go to :data:`ASCII_PATTERN` (``re``), the rest to
-  ``regex`` with the full pattern; ``pos``/``endpos`` bound each call, so no text is copied.
+- stretches between cuts that hold only ASCII go to the pattern's ASCII form (``re``:
+  :data:`ASCII_PATTERN`, :data:`QWEN2_ASCII_PATTERN`), the rest to ``regex`` with the full
+  pattern; ``pos``/``endpos`` bound each call, so no text is copied.
 
 Why by hand: no library splits with a Unicode regex at ``re``'s speed; the equivalence of the two
 patterns on ASCII is tested character by character and on generated text
@@ -33,9 +36,9 @@ from collections.abc import Callable, Iterator
 
 import regex
 
-from .pretokenize import LLAMA3_PATTERN
+from .pretokenize import LLAMA3_PATTERN, QWEN2_PATTERN
 
-#: Cuts that are pre-token boundaries of the Llama-3 pattern (see the module docstring).
+#: Cuts that are pre-token boundaries of the Llama-3 and Qwen2 patterns (see the module docstring).
 LINE_CUT = re.compile(r"\n(?=[ \t]*[!-~])")
 
 _PUNCT = r"!-/:-@\[-`{-~"  # ASCII characters that are neither letter, digit nor white space
@@ -43,7 +46,8 @@ _PUNCT = r"!-/:-@\[-`{-~"  # ASCII characters that are neither letter, digit nor
 #: a base64 blob, a minified asset). A match is the character after a cut (or, for LINE_CUT's
 #: newline, the character before it): a digit or punctuation after an ASCII letter, punctuation
 #: after a digit. No alternative of the pattern holds a letter followed by anything but letters
-#: (``[^\r\n\p{L}\p{N}]?\p{L}+``), nor a digit followed by a non-digit (``\p{N}{1,3}``); a match
+#: (``[^\r\n\p{L}\p{N}]?\p{L}+``), nor a digit followed by a non-digit (``\p{N}{1,3}``, Qwen2's
+#: ``\p{N}``); a match
 #: that starts at the cut never looks behind it, and the text before the cut ends in a letter or
 #: digit, so no white space run reaches the cut (``(?!\S)`` is not read there). Each alternative
 #: starts with its own character class, so ``re`` skips letters and CJK text fast (17 ns a char).
@@ -64,7 +68,11 @@ ASCII_PATTERN = (
     rf"|[{_WS}]+"
 )
 
-_ASCII = re.compile(ASCII_PATTERN)
+#: QWEN2_PATTERN for ASCII text (single digits; otherwise ASCII_PATTERN)
+QWEN2_ASCII_PATTERN = ASCII_PATTERN.replace(r"|[0-9]{1,3}", r"|[0-9]", 1)
+#: the patterns :data:`LINE_CUT` and :data:`WINDOW_CUT` are proven for, with their ASCII forms
+ASCII_FORMS = {LLAMA3_PATTERN: ASCII_PATTERN, QWEN2_PATTERN: QWEN2_ASCII_PATTERN}
+
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 Split = Callable[[str], list[str]]
@@ -86,9 +94,9 @@ def windows(text: str, size: int) -> Iterator[str]:
 
 
 def cuts_at_lines(pattern: str) -> bool:
-    """Whether :data:`LINE_CUT` positions are pre-token boundaries of ``pattern`` (and so whether
-    :func:`fast_split` serves it): the Llama-3 pattern only."""
-    return pattern == LLAMA3_PATTERN
+    """Whether :data:`LINE_CUT` and :data:`WINDOW_CUT` positions are pre-token boundaries of
+    ``pattern`` (and so whether :func:`fast_split` serves it): the Llama-3 and Qwen2 patterns."""
+    return pattern in ASCII_FORMS
 
 
 def fast_split(pattern: str, compiled: regex.Pattern[str]) -> Split | None:
@@ -96,7 +104,7 @@ def fast_split(pattern: str, compiled: regex.Pattern[str]) -> Split | None:
     if not cuts_at_lines(pattern):
         return None
     full = compiled.findall
-    ascii_findall = _ASCII.findall
+    ascii_findall = re.compile(ASCII_FORMS[pattern]).findall
     non_ascii = _NON_ASCII.search
     cut_after = LINE_CUT.search
 

@@ -253,8 +253,8 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
     def _encode_ordinary(self, text: str, out: list[int]) -> None:
         """Encode through the line cache when the text is long enough to profit, else by pieces.
 
-        A text of more than two windows goes a window at a time (cut where the Llama-3 split
-        cuts anyway): every step's working set is bounded, so 10x the text costs 10x the time
+        A text of more than two windows goes a window at a time (cut where the Llama-3 or Qwen2
+        split cuts anyway): every step's working set is bounded, so 10x the text costs 10x the time
         (a 10 MB base64 line split and merged whole cost 17x a 1 MB one).
         """
         if len(text) > 2 * _WINDOW_CHARS and self._line_cache_ok:
@@ -325,7 +325,7 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
         """Cached lines straight from the line cache; all other lines split in one pass.
 
         ``parts`` is the text cut by ``LINE_CUT``: every cut is a pre-token boundary of
-        the Llama-3 pattern (after a newline, the white space run that follows holds no
+        the Llama-3 and Qwen2 patterns (after a newline, the white space run that follows holds no
         newline and ends at a visible ASCII character), so each ``part + "\n"`` encodes on
         its own exactly as inside the text. A line is cached when it is seen again.
         """
@@ -382,7 +382,7 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
 
     def _split(self, text: str) -> list[str]:
         """Pre-tokens: each pattern an isolated split (matches and the text between them)."""
-        if self._fast_split is not None:  # the Llama-3 pattern alone: ASCII stretches by ``re``
+        if self._fast_split is not None:  # the Llama-3 or Qwen2 pattern alone: ASCII stretches by ``re``
             return self._fast_split(text)
         pieces = [text]
         for split_re in self._split_res:

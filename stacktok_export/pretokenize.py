@@ -33,6 +33,16 @@ LLAMA3_PATTERN = (
     r"|\s+(?!\S)"
     r"|\s+"
 )
+#: Qwen2's split (Qwen2, Qwen2.5, Qwen3): the Llama-3 pattern with single digits (``\p{N}``).
+QWEN2_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+    r"|[^\r\n\p{L}\p{N}]?\p{L}+"
+    r"|\p{N}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+"
+    r"|\s+(?!\S)"
+    r"|\s+"
+)
 #: GPT-2's split (its ``encoder.py``; what Hugging Face's ByteLevel ``use_regex=True`` means).
 GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 

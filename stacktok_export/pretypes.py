@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .pretokenize import GPT2_PATTERN, LLAMA3_PATTERN
+from .pretokenize import GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,7 @@ class PreType:
     add_bos: bool = False
 
 
-_QWEN2 = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
-    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
+_QWEN2 = QWEN2_PATTERN
 _QWEN35 = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
     r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"

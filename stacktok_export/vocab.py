@@ -377,5 +377,5 @@ def unsafe_ranks(merges: list[tuple[int, int]], results: list[int], n: int) -> l
 
 
 def is_llama3(patterns: Sequence[str]) -> bool:
-    """The one split the line cache is proven for."""
+    """The one split the packer's drift shapes are proven for (``drift.Shape``)."""
     return tuple(patterns) == (LLAMA3_PATTERN,)

@@ -1,4 +1,4 @@
-"""The Llama-3 split with ASCII stretches by ``re`` gives exactly ``regex``'s findall."""
+"""The Llama-3 and Qwen2 splits with ASCII stretches by ``re`` give exactly ``regex``'s findall."""
 
 from __future__ import annotations
 
@@ -11,12 +11,27 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stacktok_export.ascii_split import ASCII_PATTERN, LINE_CUT, WINDOW_CUT, fast_split, windows
-from stacktok_export.pretokenize import GPT2_PATTERN, LLAMA3_PATTERN
+from stacktok_export.ascii_split import (
+    ASCII_FORMS,
+    ASCII_PATTERN,
+    LINE_CUT,
+    QWEN2_ASCII_PATTERN,
+    WINDOW_CUT,
+    fast_split,
+    windows,
+)
+from stacktok_export.pretokenize import GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL = regex.compile(LLAMA3_PATTERN)
 SPLIT = fast_split(LLAMA3_PATTERN, FULL)
+QWEN2 = regex.compile(QWEN2_PATTERN)
+#: every proven pattern: (its regex findall, the fast split)
+SPLITS = {
+    "llama3": (FULL.findall, SPLIT),
+    "qwen2": (QWEN2.findall, fast_split(QWEN2_PATTERN, QWEN2)),
+}
+both = pytest.mark.parametrize("name", sorted(SPLITS))
 
 # every character class the pattern distinguishes, the cut's own characters, and non-ASCII
 # letters, digits and white space (U+017F folds to "s": the contractions are case-insensitive)
@@ -32,47 +47,64 @@ def test_ascii_classes_match_regex_character_by_character(cls: str) -> None:
     assert r"\t\n\x0b\x0c\r " in ASCII_PATTERN
 
 
-def test_every_short_text_over_the_alphabet() -> None:
+@both
+def test_every_short_text_over_the_alphabet(name: str) -> None:
+    full, split = SPLITS[name]
     small = list("a0 \t\n\r'.") + ["é", "\xa0"]
     for n in range(1, 5):
         for chars in itertools.product(small, repeat=n):
             text = "".join(chars)
-            assert SPLIT(text) == FULL.findall(text), repr(text)
+            assert split(text) == full(text), repr(text)
 
 
+@both
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(ALPHABET + ["\n", "\n ", "\n\t", "'re", "'LL", "123456"]), max_size=60))
-def test_generated_texts(parts: list[str]) -> None:
+def test_generated_texts(name: str, parts: list[str]) -> None:
+    full, split = SPLITS[name]
     text = "".join(parts)
-    assert SPLIT(text) == FULL.findall(text)
+    assert split(text) == full(text)
 
 
+@both
 @settings(max_examples=500, deadline=None)
 @given(st.text(max_size=200))
-def test_any_unicode_text(text: str) -> None:
-    assert SPLIT(text) == FULL.findall(text)
+def test_any_unicode_text(name: str, text: str) -> None:
+    full, split = SPLITS[name]
+    assert split(text) == full(text)
 
 
-def test_heldout_documents_and_probes() -> None:
+@both
+def test_heldout_documents_and_probes(name: str) -> None:
+    full, split = SPLITS[name]
     text = (ROOT / "fixtures" / "heldout-2mb.txt").read_text(encoding="utf-8")
     docs = [text[i : i + 50_000] for i in range(0, len(text), 50_000)]
     assert sum(d.isascii() for d in docs) < len(docs)  # mixed documents take the cut path
     for doc in docs:
-        assert SPLIT(doc) == FULL.findall(doc)
+        assert split(doc) == full(doc)
     with open(ROOT / "fixtures" / "probes.jsonl", encoding="utf-8") as f:
         for line in f:
             probe = json.loads(line)
-            assert SPLIT(probe["text"]) == FULL.findall(probe["text"]), probe["id"]
+            assert split(probe["text"]) == full(probe["text"]), probe["id"]
 
 
-def test_cuts_are_boundaries_on_both_sides() -> None:
+@both
+def test_cuts_are_boundaries_on_both_sides(name: str) -> None:
     """The rule the split rests on: text cut at LINE_CUT splits like the whole."""
+    full, _ = SPLITS[name]
     text = "x = 1  \n\n  \tdef é():\n\t'S\n中文\n \n.\n\r\n  ~"
-    whole = FULL.findall(text)
+    whole = full(text)
     at = [m.start() + 1 for m in LINE_CUT.finditer(text)]
     assert at  # the text has cuts
-    pieces = [FULL.findall(text[a:b]) for a, b in zip([0, *at], [*at, len(text)])]
+    pieces = [full(text[a:b]) for a, b in zip([0, *at], [*at, len(text)])]
     assert [p for ps in pieces for p in ps] == whole
+
+
+def test_the_qwen2_ascii_form_differs_only_in_its_digits() -> None:
+    assert set(ASCII_FORMS) == {LLAMA3_PATTERN, QWEN2_PATTERN}
+    assert QWEN2_ASCII_PATTERN != ASCII_PATTERN
+    assert QWEN2_ASCII_PATTERN.replace("|[0-9]|", "|[0-9]{1,3}|") == ASCII_PATTERN
+    assert SPLITS["qwen2"][1]("x 2024 y") == ["x", " ", "2", "0", "2", "4", " y"]
 
 
 def test_other_patterns_keep_regex() -> None:
@@ -82,35 +114,39 @@ def test_other_patterns_keep_regex() -> None:
     assert fast_split(GPT2_PATTERN, gpt2) is None
 
 
-def _split_by_windows(text: str, size: int) -> list[str]:
-    return [piece for window in windows(text, size) for piece in FULL.findall(window)]
+def _split_by_windows(text: str, size: int, full=FULL.findall) -> list[str]:  # noqa: ANN001
+    return [piece for window in windows(text, size) for piece in full(window)]
 
 
-def test_every_window_cut_is_a_boundary_on_both_sides() -> None:
+@both
+def test_every_window_cut_is_a_boundary_on_both_sides(name: str) -> None:
     """Every WINDOW_CUT position, alone: the text cut there splits like the whole."""
+    full, _ = SPLITS[name]
     small = list("aZ0 \t\n'.~") + ["é", "\xa0", "١"]
     cuts = 0
     for n in range(2, 6):
         for chars in itertools.product(small, repeat=n):
             text = "".join(chars)
-            whole = FULL.findall(text)
+            whole = full(text)
             for m in WINDOW_CUT.finditer(text):
                 at = m.end() if m.group() == "\n" else m.start()
                 assert 0 < at < len(text)
-                assert FULL.findall(text[:at]) + FULL.findall(text[at:]) == whole, (text, at)
+                assert full(text[:at]) + full(text[at:]) == whole, (text, at)
                 cuts += 1
     assert cuts > 10_000  # the cut is not vacuous over this alphabet
 
 
+@both
 @settings(max_examples=1500, deadline=None)
 @given(
     st.lists(st.sampled_from(ALPHABET + ["\n", "\n ", "'re", "123456", "+/=", "QmFzZTY0"]), max_size=80),
     st.integers(min_value=1, max_value=12),
 )
-def test_windows_split_like_the_whole_text(parts: list[str], size: int) -> None:
+def test_windows_split_like_the_whole_text(name: str, parts: list[str], size: int) -> None:
+    full, _ = SPLITS[name]
     text = "".join(parts)
     assert "".join(windows(text, size)) == text
-    assert _split_by_windows(text, size) == FULL.findall(text)
+    assert _split_by_windows(text, size, full) == full(text)
 
 
 def test_a_base64_line_is_cut_into_windows_and_a_letter_run_is_not() -> None:

@@ -252,3 +252,30 @@ def test_a_document_holding_any_special_string_is_verified(tmp_path):
         ids, flag = encoder._document(0, 7, text)
         assert flag == VERIFIED and list(ids) == tok.encode(text)
     assert encoder._document(0, 7, "a s b")[1] == 0
+
+
+def test_a_qwen2_split_takes_the_fast_split_line_cache_and_windows(models, monkeypatch):
+    """Qwen2's split is the Llama-3 one with single digits: the ``re`` split, the line cache and
+    the windows serve it (``ascii_split.ASCII_FORMS``), giving the ids of ``regex`` alone."""
+    from stacktok_export import bpe as bpe_module
+    from stacktok_export.pretokenize import QWEN2_PATTERN
+
+    from .conftest import ROOT
+
+    tok = import_tokenizer(models / "ggml-vocab-qwen2.gguf")
+    assert tok.patterns == (QWEN2_PATTERN,) and tok._line_cache_ok and tok._fast_split is not None
+    plain = import_tokenizer(models / "ggml-vocab-qwen2.gguf")
+    plain._fast_split, plain._line_cache_ok = None, False  # regex's findall on every text
+    heldout = (ROOT / "fixtures" / "heldout-2mb.txt").read_text(encoding="utf-8")
+    text = heldout[:150_000] + "2024-12-05 12345678 x" * 50 + heldout[:150_000]  # repeated lines: cached
+    windows: list[int] = []
+    window = bpe_module.StackTokenizer._encode_window
+
+    def counted(self, part, out):  # noqa: ANN001, ANN202
+        windows.append(len(part))
+        window(self, part, out)
+
+    monkeypatch.setattr(bpe_module, "_WINDOW_CHARS", 70_000)  # windows long enough for the line cache
+    monkeypatch.setattr(bpe_module.StackTokenizer, "_encode_window", counted)
+    assert tok.encode(text) == plain.encode(text)
+    assert len(windows) >= 4 and tok._lines  # the line cache answered lines of the repeated half
