@@ -10,6 +10,12 @@ an encoder about each code point once, and tells a classification difference
 from any other difference. The conformance suite declares only the first; the
 packer routes documents holding them to the reference and stops on the second.
 
+Under the Llama-3 split the shape is strong for every code point (both of its pieces are
+single tokens). Under another split that a non-ASCII character enters only through its class
+(:data:`CLASS_SPLITS`: Qwen2's, GPT-2's) it need not be: with ``prove=True`` a code point is
+``SAME`` only when the reference's ids of its shape differ under every other class it could be
+put in (:func:`discriminates`), else ``UNPROVEN`` -- the encoder agreeing there proves nothing.
+
 Out of scope: regex differences that are not character classes (llama.cpp's
 ``'[sS]``), and white-space class changes that do not change ids.
 """
@@ -20,12 +26,19 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import regex
+
 from .bpe import StackTokenizer
+from .pretokenize import GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN
 
 CONTRACTIONS = ("'s", "'t", "'re", "'ve", "'m", "'ll", "'d")
 #: a stand-in character of each class the Llama-3 split depends on
 STAND_INS = {"L": "a", "N": "5", "S": "\u2003", "O": "!"}
-SAME, TABLES, OTHER = "same", "tables", "other"
+SAME, TABLES, OTHER, UNPROVEN = "same", "tables", "other", "unproven"
+#: splits in which a non-ASCII character counts only by its class: letter (``\p{L}``), number
+#: (``\p{N}``), white space (``\s``, never ``\r``/``\n`` or the space itself) or other
+CLASS_SPLITS = frozenset({LLAMA3_PATTERN, QWEN2_PATTERN, GPT2_PATTERN})
+_CLASSES = (("L", regex.compile(r"\p{L}")), ("N", regex.compile(r"\p{N}")), ("S", regex.compile(r"\s")))
 
 
 @dataclass(frozen=True)
@@ -64,20 +77,36 @@ def hypothesis_ids(tok: StackTokenizer, shape: Shape, ch: str, cls: str) -> list
     return [i for m in tok._split_re.finditer(stand) for i in tok._bpe(real[m.start() : m.end()].encode())]
 
 
+def char_class(ch: str) -> str:
+    """The class (a key of :data:`STAND_INS`) the reference's ``regex`` tables put ``ch`` in."""
+    return next((name for name, cls in _CLASSES if cls.match(ch)), "O")
+
+
+def discriminates(tok: StackTokenizer, shape: Shape, ch: str, ids: Sequence[int]) -> bool:
+    """Whether ``ids`` (the reference's for ``shape.text(ch)``) differ from the ids under every
+    other class ``ch`` could be put in: only then do an encoder's equal ids prove its class."""
+    actual = char_class(ch)
+    return all(hypothesis_ids(tok, shape, ch, c) != list(ids) for c in STAND_INS if c != actual)
+
+
 @dataclass
 class DriftCache:
     """Which non-ASCII code points ``encode`` splits differently from ``ref`` (asked once each).
 
     ``encode`` takes untrusted text and returns ids; raising counts as drifting.
+    ``prove``: the shape is not strong for every code point under this split (see the module
+    docstring), so equal ids count only where they tell the classes apart.
     Threads may share one: a race only asks the same question twice.
     """
 
     ref: StackTokenizer
     encode: Callable[[str], Sequence[int]]
     shape: Shape | None = None
+    prove: bool = False
     _safe: set[str] = field(default_factory=lambda: {chr(c) for c in range(128)})
     _drifting: set[str] = field(default_factory=set)
     _other: set[str] = field(default_factory=set)
+    _unproven: set[str] = field(default_factory=set)
     _pattern: re.Pattern[str] | None = None
     _built: int = 0
     _misses: int = 0
@@ -88,19 +117,26 @@ class DriftCache:
 
     def status(self, ch: str) -> str:
         """``SAME``; ``TABLES`` when the encoder's ids are the reference's with ``ch`` in another
-        class; ``OTHER`` for a difference no classification explains (a real bug, never declared)."""
+        class; ``OTHER`` for a difference no classification explains (a real bug, never declared);
+        ``UNPROVEN`` (only with ``prove``) when equal ids could not show a different class."""
         if ch in self._safe:
             return SAME
         if ch in self._drifting:
             return TABLES
         if ch in self._other:
             return OTHER
+        if ch in self._unproven:
+            return UNPROVEN
         text = self.shape.text(ch)  # type: ignore[union-attr]
         try:
             got = list(self.encode(text))
         except Exception:  # noqa: BLE001 -- an encoder raising on the shape is a difference
             got = None
-        if got == self.ref.encode(text):
+        want = self.ref.encode(text)
+        if got == want:
+            if self.prove and not discriminates(self.ref, self.shape, ch, want):  # type: ignore[arg-type]
+                self._unproven.add(ch)
+                return UNPROVEN
             self._safe.add(ch)
             return SAME
         if got is not None and any(got == hypothesis_ids(self.ref, self.shape, ch, c) for c in STAND_INS):  # type: ignore[arg-type]
@@ -114,7 +150,7 @@ class DriftCache:
         return self.status(ch) == TABLES
 
     def scan(self, text: str) -> tuple[bool, str | None]:
-        """``(text holds a TABLES code point, the first OTHER code point or None)``.
+        """``(text holds a TABLES or UNPROVEN code point, the first OTHER code point or None)``.
 
         Text of known-safe code points is answered by one regex search (a negated class of
         them, rebuilt as the safe set grows), the rest by asking each new code point once.
@@ -127,7 +163,7 @@ class DriftCache:
             return False, None
         statuses = {ch: self.status(ch) for ch in sorted(chars - self._safe)}
         other = next((ch for ch, st in statuses.items() if st == OTHER), None)
-        return TABLES in statuses.values(), other
+        return bool({TABLES, UNPROVEN} & set(statuses.values())), other
 
     def _unknown(self) -> re.Pattern[str]:
         """A pattern matching any code point not (yet) known safe; rebuilt every 16 misses."""

@@ -145,12 +145,13 @@ def test_a_llama3_pack_goes_through_tiktoken_with_the_reference_ids(models, tmp_
 
 
 @pytest.mark.parametrize("name", ["gpt-2", "qwen2"])
-def test_another_split_packs_ascii_documents_through_tiktoken(models, tmp_path, name):
-    """GPT-2's and Qwen2's merge lists are proven, but the drift cache's shapes hold only for
-    the Llama-3 split: their ASCII documents go through tiktoken, every document holding a
-    non-ASCII code point through the reference, and all ids are the reference's. llama.cpp's
-    Qwen2 test vocabulary splits 290 ``[PAD…]`` tokens out of plain text (tiktoken cannot):
-    a document holding one goes through the reference too."""
+def test_another_split_packs_through_tiktoken_where_each_code_point_is_proven(models, tmp_path, name):
+    """GPT-2's and Qwen2's merge lists are proven, and a non-ASCII character enters their
+    splits only by its class: a document goes through tiktoken unless it holds a code point
+    whose shape cannot prove tiktoken's class (``drift.UNPROVEN``) or tiktoken classifies
+    differently; all ids are the reference's. llama.cpp's Qwen2 test vocabulary splits 290
+    ``[PAD…]`` tokens out of plain text (tiktoken cannot): a document holding one goes
+    through the reference too."""
     import json
 
     from stacktok_export.pack import PackOptions, PackReader, check_pack, pack
@@ -161,12 +162,14 @@ def test_another_split_packs_ascii_documents_through_tiktoken(models, tmp_path, 
     texts = [text for text, _ in llama_vocab.cases(models, name) if text.strip()]
     texts += ["    indented    code\n\n\n        more", "-" * 70, "it's 2024's 1234567 $x"]
     texts += ["a [PAD151646] b", "[PAD151700][PAD151701]", "[PAD] and [PAD15164]"]
+    texts += ["un café naïve", "x \u2500\u2500 y", "Мы ы"]
     held = [t for t in texts if not t.isascii() or any(s in t for s in tok.in_text)]
     assert 0 < len(held) < len(texts) - 4
     (tmp_path / "t.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
     opts = PackOptions(artifact=str(tmp_path / "tok.json"), quiet=True, workers=1, verify=0.0)
     manifest = pack([str(tmp_path / "t.jsonl")], tmp_path / "out", options=opts)
-    assert manifest["totals"]["reference_encoded"] == len(held)
+    # some non-ASCII documents took the fast path (before: every one went to the reference)
+    assert 0 < manifest["totals"]["reference_encoded"] < len(held)
     docs = [d.tolist() for d in PackReader(tmp_path / "out", tokenizer=tok).documents()]
     assert docs == [[tok.bos_id, *tok.encode(t), tok.eos_id] for t in texts]
     # every document re-encoded agrees; the [PAD…] ids the source's own rule put in documents
@@ -279,3 +282,36 @@ def test_a_qwen2_split_takes_the_fast_split_line_cache_and_windows(models, monke
     monkeypatch.setattr(bpe_module.StackTokenizer, "_encode_window", counted)
     assert tok.encode(text) == plain.encode(text)
     assert len(windows) >= 4 and tok._lines  # the line cache answered lines of the repeated half
+
+
+@pytest.mark.parametrize(("name", "proven"), [("gpt-2", "\u2500"), ("qwen2", "\u00e9")])
+def test_a_code_point_is_proven_only_where_its_shape_tells_the_classes_apart(models, tmp_path, name, proven):
+    """Under a split where the shape is not strong (``prove=True``): ``ы`` never follows a
+    space in Russian, so neither vocabulary merges a space into it -- `` ы`` as one piece (a
+    letter) or as two (a number or a space) gives the same ids, and tiktoken agreeing proves
+    nothing: UNPROVEN, its document goes to the reference. ``proven``'s shape tells every class
+    apart (Qwen2's ``é``; under GPT-2's split, where a letter or a number takes the space before
+    it alike, only punctuation such as ``─``): SAME when tiktoken agrees, TABLES when an encoder
+    puts it among the numbers."""
+    from stacktok_export.drift import SAME, TABLES, UNPROVEN, DriftCache, hypothesis_ids
+    from stacktok_export.pack.encode import REFERENCE, DocEncoder, EncoderSpec
+
+    tok = import_tokenizer(models / f"ggml-vocab-{name}.gguf")
+    assert tok.encode(" \u044b") == tok.encode(" ") + tok.encode("\u044b")  # the weak spot
+    fast = to_tiktoken(tok).encode_ordinary
+    cache = DriftCache(tok, fast, prove=True)
+    assert cache.status("\u044b") == UNPROVEN and cache.status(proven) == SAME
+    assert cache.scan("Мы ы") == (True, None) and cache.scan(f"x {proven}") == (False, None)
+    assert DriftCache(tok, fast).status("\u044b") == SAME  # without prove: taken on trust
+
+    def as_number(text: str) -> list[int]:
+        if text == cache.shape.text(proven):
+            return hypothesis_ids(tok, cache.shape, proven, "N")
+        return fast(text)
+
+    assert DriftCache(tok, as_number, prove=True).status(proven) == TABLES
+    tok.save(tmp_path / "tok.json")
+    worker = DocEncoder(EncoderSpec(artifact=str(tmp_path / "tok.json"), rate=0.0))
+    for text, flag in (("Мы ы", REFERENCE), (f"un {proven}{proven} x", 0)):
+        ids, got = worker._document(0, 1, text)
+        assert got == flag and list(ids) == tok.encode(text)

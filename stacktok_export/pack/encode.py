@@ -4,8 +4,9 @@ The fast path is the tiktoken export (what the conformance suite proves equal
 to the reference). Two kinds of document go through the reference itself:
 those holding a code point tiktoken's regex tables classify differently
 (:class:`~stacktok_export.drift.DriftCache`, asked once per code point; under
-a split other than Llama-3's, where its shapes are not proven, every document
-holding a non-ASCII code point) or a token the source splits out of plain
+Qwen2's or GPT-2's split also those holding a code point its shape cannot prove
+agreeing, ``drift.UNPROVEN``; under any other split every document holding a
+non-ASCII code point) or a token the source splits out of plain
 text (``in_text``, which tiktoken has not), so the ids are the reference's by
 construction; and the *verified* ones -- a deterministic sample chosen by
 document number (``rate``), every document holding a special-token string or
@@ -26,7 +27,7 @@ import numpy as np
 
 from ..bpe import StackTokenizer, load_tokenizer
 from ..diff import first_difference
-from ..drift import DriftCache
+from ..drift import CLASS_SPLITS, DriftCache
 from .writer import token_dtype
 
 _GOLDEN = 0x9E3779B97F4A7C15  # Fibonacci hashing: document number -> well-spread 64-bit value
@@ -117,9 +118,11 @@ class DocEncoder:
             Path(spec.artifact), allow_engine_mismatch=spec.allow_engine_mismatch
         )
         # tiktoken is the fast path where its merges are proven equal and its findall is the whole
-        # split (``pretypes.COVERING``: else it drops the text between matches). The drift cache's
-        # shapes hold for the Llama-3 split; under another (GPT-2's, Qwen2's) only ASCII documents
-        # go the fast way: the regex engines differ in their Unicode tables, not in ASCII classes.
+        # split (``pretypes.COVERING``: else it drops the text between matches). The regex engines
+        # differ in their Unicode tables, not in ASCII classes: the drift cache asks tiktoken about
+        # each new non-ASCII code point under a split where only its class counts (``drift.
+        # CLASS_SPLITS``; proven per code point except under Llama-3's, whose shape always tells);
+        # under any other split only ASCII documents go the fast way.
         # Tokens the source splits out of plain text (``in_text``, e.g. Qwen3's ``<think>``):
         # tiktoken has none, so a document holding one goes to the reference, the rest may not.
         covering = len(self.ref.patterns) == 1 and self.ref.patterns[0] in COVERING
@@ -128,9 +131,12 @@ class DocEncoder:
         self.fast = to_tiktoken(self.ref) if proven else None
         self.rate = spec.rate
         self.keep_empty = spec.keep_empty
-        llama3 = is_llama3(self.ref.patterns)
-        self.drift = DriftCache(self.ref, self.fast.encode_ordinary) if proven and llama3 else None
-        self.ascii_only = proven and not llama3
+        by_class = covering and self.ref.patterns[0] in CLASS_SPLITS
+        prove = not is_llama3(self.ref.patterns)
+        self.drift: DriftCache | None = None
+        if proven and by_class:
+            self.drift = DriftCache(self.ref, self.fast.encode_ordinary, prove=prove)
+        self.ascii_only = proven and not by_class
         self.bos, self.eos = self.ref.bos_id, self.ref.eos_id
         self.specials = _Strings(frozenset(self.ref.special_to_id))
         self.dtype = np.dtype(token_dtype(self.ref.vocab_size))
