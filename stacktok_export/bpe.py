@@ -38,7 +38,7 @@ import itertools
 import os
 import warnings
 from collections.abc import Collection, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import artifact as _artifact
 from . import vocab as _vocab
@@ -50,9 +50,6 @@ from .merging import _BATCH, _BATCH_BYTES, MergePaths, _fill
 from .pretokenize import LLAMA3_PATTERN, compile_pattern, isolated_split
 from .tables import VocabTables
 from .trainer import ProgressFn, count_pretokens, default_workers, train_merges
-
-if TYPE_CHECKING:
-    pass
 
 SPECIAL_TOKENS: tuple[str, ...] = (
     "<|bos|>",  # beginning of sequence / packed document
