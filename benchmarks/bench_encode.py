@@ -187,7 +187,7 @@ GENERATORS = {"letters": random_letters, "mixed": random_mixed, "base64": base64
 CASES = ("letters", "mixed", "base64", "cold", "warm-new", "degenerate", "floor")
 
 
-def run(bench: Bench, *, only: set[str], skip_10x: bool, text_path: Path = HELDOUT) -> dict[str, float]:
+def run(bench: Bench, *, only: set[str], skip_10x: bool, text: str, label: str) -> dict[str, float]:
     """Every selected case; returns the scaling ratios ``time(10x) / time(1x)``."""
     scaling: dict[str, float] = {}
     for name, make in GENERATORS.items():
@@ -202,14 +202,12 @@ def run(bench: Bench, *, only: set[str], skip_10x: bool, text_path: Path = HELDO
                 f"{ten['tiktoken_s'] / one['tiktoken_s']:.2f}x)",
                 flush=True,
             )
-    text = text_path.read_text(encoding="utf-8")
     half = text.find("\n", len(text) // 2) + 1
-    name = "heldout" if text_path == HELDOUT else text_path.name
     if "cold" in only:
-        bench.cold(f"cold {name}", documents(text, DOC_CHARS))
+        bench.cold(f"cold {label}", documents(text, DOC_CHARS))
     if "warm-new" in only:
         first, second = documents(text[:half], DOC_CHARS), documents(text[half:], DOC_CHARS)
-        bench.warm_new(f"warm-new {name}", first, second)
+        bench.warm_new(f"warm-new {label}", first, second)
     if "degenerate" in only:
         bench.pretoken("degenerate a*1M", "a" * MB)
     if "floor" in only:
@@ -240,10 +238,11 @@ def main() -> int:
     print(f"reference vs tiktoken ({shipped.name}), best of {args.repeat}; load {os.getloadavg()[0]:.2f}")
     bench = Bench(tok, enc, repeat=args.repeat)
     try:
-        args.text.read_text(encoding="utf-8")
+        text = args.text.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         ap.error(f"--text {args.text}: cannot be read as UTF-8 text ({exc})")
-    scaling = run(bench, only=only, skip_10x=args.skip_10x, text_path=args.text)
+    label = "heldout" if args.text == HELDOUT else args.text.name
+    scaling = run(bench, only=only, skip_10x=args.skip_10x, text=text, label=label)
     if args.json:
         doc = {"rows": bench.rows, "scaling_10x": scaling, "seed": SEED}
         Path(args.json).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")

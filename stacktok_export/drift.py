@@ -85,8 +85,8 @@ def char_class(ch: str) -> str:
 def discriminates(tok: StackTokenizer, shape: Shape, ch: str, ids: Sequence[int]) -> bool:
     """Whether ``ids`` (the reference's for ``shape.text(ch)``) differ from the ids under every
     other class ``ch`` could be put in: only then do an encoder's equal ids prove its class."""
-    actual = char_class(ch)
-    return all(hypothesis_ids(tok, shape, ch, c) != list(ids) for c in STAND_INS if c != actual)
+    actual, want = char_class(ch), list(ids)
+    return all(hypothesis_ids(tok, shape, ch, c) != want for c in STAND_INS if c != actual)
 
 
 @dataclass

@@ -37,7 +37,6 @@ class PreType:
     add_bos: bool = False
 
 
-_QWEN2 = QWEN2_PATTERN
 _QWEN35 = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
     r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -120,7 +119,7 @@ _GROUPS: dict[PreType, tuple[str, ...]] = {
         "granite-docling",
         "exaone4",
     ),
-    PreType((_QWEN2,)): (
+    PreType((QWEN2_PATTERN,)): (
         "qwen2",
         "deepseek-r1-qwen",
         "kormo",
@@ -141,7 +140,7 @@ _GROUPS: dict[PreType, tuple[str, ...]] = {
 #: single splits under which ``findall`` is the whole split: every character starts some match
 #: (letters, numbers, white space and the rest each have an alternative of their own), so no
 #: text falls between matches -- where tiktoken, which keeps only the matches, would drop it
-COVERING = frozenset({LLAMA3_PATTERN, GPT2_PATTERN, _QWEN2, _QWEN35, _GPT4O})
+COVERING = frozenset({LLAMA3_PATTERN, GPT2_PATTERN, QWEN2_PATTERN, _QWEN35, _GPT4O})
 
 #: pre name -> what it means
 PRE_TYPES: dict[str, PreType] = {name: pt for pt, names in _GROUPS.items() for name in names}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import vocab as _vocab
-from .ascii_split import cuts_at_lines, fast_split
+from .ascii_split import fast_split
 from .merging import _ID
 from .pretokenize import compile_pattern
 
@@ -100,8 +100,9 @@ class VocabTables:
         # pre-token (0.2 s for Llama-3's 280,147 merges, which most jobs never need)
         self._pair_rank: dict[str, int] | None = None
         self._rank_pair: dict[int, str] = {}
-        # the cuts (ascii_split.LINE_CUT, WINDOW_CUT) are proven for the Llama-3 and Qwen2 splits only
-        self._line_cache_ok = len(self.patterns) == 1 and cuts_at_lines(self.patterns[0])
+        # the cuts (ascii_split.LINE_CUT, WINDOW_CUT) are proven where the fast split serves: the
+        # Llama-3 and Qwen2 splits alone
+        self._line_cache_ok = self._fast_split is not None
         self._clear_caches()
         self._pair_ranks: PairRanks | None = None  # numpy form of _rank, built on first batch
         self._results = results  # the id each merge makes (for the hard cuts of _bpe_long)

@@ -16,10 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import regex
-
 from stacktok_export import StackTokenizer
-from stacktok_export.drift import STAND_INS, Shape, hypothesis_ids
+from stacktok_export.drift import STAND_INS, Shape, char_class, hypothesis_ids
 
 BLOCK = 512  # code points per scanned block
 #: one code point first assigned (as a letter) in each Unicode version, oldest first
@@ -76,12 +74,8 @@ def span(first: int, last: int) -> str:
 
 
 # ------------------------------------------------------------------ classes
-def reference_class(ch: str) -> str:
-    """The reference regex's class of ``ch``: L, N, S (white space) or O."""
-    for cls, pat in (("L", r"\p{L}"), ("N", r"\p{N}"), ("S", r"\s")):
-        if regex.match(pat, ch):
-            return cls
-    return "O"
+#: The reference regex's class of a character: L, N, S (white space) or O (its home: drift.py).
+reference_class = char_class
 
 
 def backend_class(tok: StackTokenizer, shape: Shape, ch: str, ids: list[int]) -> str:
