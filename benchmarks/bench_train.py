@@ -83,10 +83,20 @@ def main() -> int:
     ap.add_argument("--vocab-size", type=int, default=32768)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    if not os.path.isfile(args.path):
+        ap.error(f"{args.path} is not a file; pass a UTF-8 text corpus, e.g. data/sample/train.txt")
     results: dict[str, dict[str, object]] = {}
     for which in ("rustbpe", "hf", "stacktok"):
         results[which] = run(which, args.path, args.vocab_size)
         print(which, {k: v for k, v in results[which].items() if k != "table"}, flush=True)
+    failed = {name: r["error"] for name, r in results.items() if "error" in r}
+    if failed:
+        for name, error in failed.items():
+            print(
+                f"bench_train: {name} failed on {args.path}: {' '.join(error) or 'no message'}",
+                file=sys.stderr,
+            )
+        return 2
     ours, hf, rust = results["stacktok"], results["hf"], results["rustbpe"]
     summary = {
         "stacktok_vs_hf_time": round(ours["wall_s"] / hf["wall_s"], 2),
