@@ -65,6 +65,8 @@ class FlatWords:
         a, b = key >> _SHIFT, key & _MASK
         ids, nxt, prv = self.ids, self.nxt, self.prv
         held = np.array(holders, dtype=np.int64)
+        if not len(held):
+            return {}, {}
         if len(held) > 1 and not (held[1:] > held[:-1]).all():  # the lists this phase makes are
             held = np.unique(held)  # sorted without repeats, as _byte_pairs' are; any other is made so
         lens = self.wlen[held]

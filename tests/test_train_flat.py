@@ -97,3 +97,14 @@ def test_the_numpy_phase_runs_and_ends_on_real_text() -> None:
         state.merge(key, 256 + done)
         done += 1
     assert 10 < done < 2000 and len(state.words) > 1000
+
+
+def test_a_merge_without_holders_or_occurrences_changes_nothing() -> None:
+    """Stale or empty word lists (a pair no word holds any more) merge nothing and count nothing."""
+    from stacktok_export.train_flat import FlatWords
+
+    flat = FlatWords([b"abc", b"bcd"], [2, 3])
+    ab, cd = 97 << 16 | 98, 99 << 16 | 100
+    assert flat.merge(ab, 256, []) == ({}, {})
+    assert flat.merge(cd, 256, [0]) == ({}, {})  # word 0 holds no (c, d)
+    assert flat.to_lists() == [[97, 98, 99], [98, 99, 100]]
