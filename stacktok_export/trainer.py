@@ -178,9 +178,9 @@ def default_workers() -> int:
 
 class _MergeState:
     """Words, live pair counts, an inverted index and a lazy max-heap (the starting counts and
-    index built in numpy, :func:`_byte_pairs`). The merges that touch many words run on the words
-    end to end in numpy (:mod:`.train_flat`); from the first merge that touches fewer than
-    ``_FLAT_FROM`` the words are Python lists, edited one at a time.
+    index built in numpy, :func:`_byte_pairs`). The merges run on the words end to end in numpy
+    (:mod:`.train_flat`) while they touch many words; once the moving average of the words a
+    merge touches falls below ``_FLAT_FROM``, the words become Python lists, edited one at a time.
 
     A heap entry is one int, ``key - (count << 32)``: the smallest is the highest count, ties to
     the smallest key (a tuple per entry cost ~80 MB more at the end of the 100 MB sample's run).
