@@ -203,7 +203,7 @@ def _merge(b: _Batch, pos: np.ndarray, ranks: PairRanks) -> None:
     """Merge the pairs at ``pos`` (each its pre-token's lowest rank), then re-rank their neighbours."""
     right = b.nxt[pos]
     if len(pos) > 1 and (pos[1:] == right[:-1]).any():  # a pair (x, x) in x x x
-        pos = _leftmost_non_overlapping(pos, right)
+        pos = leftmost_non_overlapping(pos, right)
         right = b.nxt[pos]
     rank = b.rk[pos]
     if ranks.unsafe is not None:
@@ -221,8 +221,9 @@ def _merge(b: _Batch, pos: np.ndarray, ranks: PairRanks) -> None:
     )
 
 
-def _leftmost_non_overlapping(pos: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """In a chain of pairs sharing a slot (``x x x``), keep every other one from the left."""
+def leftmost_non_overlapping(pos: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """In a chain of pairs sharing a slot (``x x x``), keep every other one from the left (also the
+    trainer's rule, ``train_flat.py``)."""
     chained = np.zeros(len(pos), dtype=bool)
     chained[1:] = pos[1:] == right[:-1]
     k = np.arange(len(pos))

@@ -15,7 +15,7 @@ right without overlap, and the counts of the pairs around each merged occurrence
 word's frequency. Here every pair boundary that touches a merged occurrence is counted once,
 before and after the merge (two occurrences side by side share one boundary), which is the
 same net change as the loop's edits one occurrence at a time (tested against it and against a
-full rescan, ``tests/test_bpe.py``).
+full rescan, ``tests/test_train_flat.py``).
 
 Hand-written because no library applies our merge rule and its counts to a word list without
 being a BPE trainer itself (the reference must not run one).
@@ -28,17 +28,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from .bpe_batch import leftmost_non_overlapping
+
 GAP = -1  # the slot before and after every word: no pair with it exists
 DEAD = -2  # a slot merged into its left neighbour
-_SHIFT = 16  # pair key = left << 16 | right, as in trainer.py (ids stay below 65,536)
-_MASK = (1 << _SHIFT) - 1
+#: the trainer's pair key: ``left << SHIFT | right`` (ids stay below 65,536; trainer.py checks)
+SHIFT = 16
+MASK = (1 << SHIFT) - 1
 _LIST_CHUNK = 1 << 16  # words turned into lists at a time (FlatWords.to_lists)
 
 
 class FlatWords:
     """Words (each at least two bytes) end to end, a ``GAP`` slot between, with live-slot links."""
 
-    def __init__(self, words: list[bytes], freqs: list[int]) -> None:
+    def __init__(
+        self, words: list[bytes], freqs: list[int], *, word_objects: np.ndarray | None = None
+    ) -> None:
         n = len(words)
         lens = np.fromiter(map(len, words), dtype=np.int64, count=n)
         self.start = np.cumsum(lens + 1) - lens  # word j's first slot (slot 0 is a GAP)
@@ -50,9 +55,8 @@ class FlatWords:
         self.ids[at] = np.frombuffer(b"".join(words), dtype=np.uint8)
         self.word = np.full(size, -1, dtype=np.int32 if n < (1 << 31) else np.int64)
         self.word[at] = np.repeat(np.arange(n), lens)
-        # one int object per word and per id, shared by every list that holds it (as the Python
-        # loop's lists share theirs): a fresh int per entry costs 28 bytes x millions of entries
-        self._word_obj = np.array(list(range(n)), dtype=object)
+        # the word numbers the word lists hold (``word_objects``: the trainer's, shared_ints(n))
+        self._word_obj = shared_ints(n) if word_objects is None else word_objects
         # float64: what bincount sums, exact below 2**53
         self.freq = np.asarray(freqs, dtype=np.float64)
         self.nxt = np.arange(1, size + 1, dtype=index)
@@ -62,7 +66,7 @@ class FlatWords:
         """Merge pair ``key`` in the words ``holders`` (stale ones allowed) into ``new_id``; return
         the pair count changes and, for every new pair (all hold ``new_id``), the words holding it
         in word order."""
-        a, b = key >> _SHIFT, key & _MASK
+        a, b = key >> SHIFT, key & MASK
         ids, nxt, prv = self.ids, self.nxt, self.prv
         held = np.array(holders, dtype=np.int64)
         if not len(held):
@@ -78,8 +82,9 @@ class FlatWords:
         s, r = s[hit], r[hit]
         if not len(s):
             return {}, {}
-        if a == b and len(s) > 1:
-            s, r = _non_overlapping(s, r)
+        if a == b and len(s) > 1 and (s[1:] == r[:-1]).any():  # a run x x x: every other from its left
+            s = leftmost_non_overlapping(s, r)
+            r = nxt[s]
         left, right = prv[s], nxt[r]
         left_id, right_id = ids[left], ids[right]
         owner = self.word[s]
@@ -96,7 +101,7 @@ class FlatWords:
         rid, rf, rw = right_new[after], f[after], owner[after]
         delta = _sums(lid, -lf, a, other_left=True)
         gone = _sums(right_id[after], -rf, b, other_left=False)
-        both = (b << _SHIFT) | a  # the only key both can hold
+        both = (b << SHIFT) | a  # the only key both can hold
         if both in delta and both in gone:
             gone[both] += delta.pop(both)
         delta.update(gone)
@@ -110,7 +115,7 @@ class FlatWords:
         prv[following] = s
         lists = _holders(lid, lw, new_id, self._word_obj, other_left=True)
         lists.update(_holders(rid, rw, new_id, self._word_obj, other_left=False))
-        return {k: v for k, v in delta.items() if v}, lists
+        return delta, lists  # a zero change (both sides of one key) is skipped by the trainer
 
     def to_lists(self) -> list[list[int]]:
         """Every word's live ids, in word order (for the one-word-at-a-time loop). Ends this
@@ -119,7 +124,7 @@ class FlatWords:
         100 MB sample, more than the whole flat phase's arrays)."""
         del self.nxt, self.prv, self._word_obj
         ids, word, start, n = self.ids, self.word, self.start, len(self.start)
-        shared = np.array(list(range(max(int(ids.max()), 0) + 1)), dtype=object)
+        shared = shared_ints(int(ids.max()) + 1)
         out: list[list[int]] = []
         for lo in range(0, n, _LIST_CHUNK):
             hi = min(lo + _LIST_CHUNK, n)
@@ -133,10 +138,16 @@ class FlatWords:
         return out
 
 
+def shared_ints(n: int) -> np.ndarray:
+    """The ints ``0 .. n-1`` as an object array: lists gathered from it share one int object per
+    value, as the Python loop's lists do (a fresh int per entry costs 28 bytes x millions)."""
+    return np.array(list(range(n)), dtype=object)
+
+
 def _key(other: np.ndarray, fixed: int, *, other_left: bool) -> np.ndarray:
     """Pair keys (``other``, ``fixed``), or (``fixed``, ``other``)."""
     other = other.astype(np.int64)
-    return (other << _SHIFT) | fixed if other_left else (fixed << _SHIFT) | other
+    return (other << SHIFT) | fixed if other_left else (fixed << SHIFT) | other
 
 
 def _sums(other: np.ndarray, weights: np.ndarray, fixed: int, *, other_left: bool) -> dict[int, int]:
@@ -168,15 +179,3 @@ def _holders(
     bounds = [*starts.tolist(), len(words)]
     flat = word_obj[words].tolist()
     return dict(zip(keys.tolist(), map(flat.__getitem__, map(slice, bounds, bounds[1:]))))
-
-
-def _non_overlapping(s: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """In a run of the same id (``x x x``), keep every other occurrence from the run's left."""
-    chained = np.zeros(len(s), dtype=bool)
-    chained[1:] = s[1:] == r[:-1]
-    if not chained.any():
-        return s, r
-    k = np.arange(len(s))
-    run_start = np.maximum.accumulate(np.where(chained, 0, k))
-    keep = (k - run_start) % 2 == 0
-    return s[keep], r[keep]

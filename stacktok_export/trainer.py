@@ -36,12 +36,10 @@ from ._gc import paused as _gc_paused
 from .ascii_split import LINE_CUT, cuts_at_lines, fast_split
 from .pretokenize import compile_pattern
 from .progress import Bar, Progress
-from .train_flat import FlatWords
+from .train_flat import MASK, SHIFT, FlatWords, shared_ints  # the pair key's layout lives there
 
 ProgressFn = Callable[[int, int], None]
 
-_SHIFT = 16  # pair key = left << 16 | right; ids stay below 65,536
-_MASK = (1 << _SHIFT) - 1
 _BATCH_BYTES = 4 << 20  # documents handed to a worker at once
 _KEY_BITS = 32  # a heap entry is key - (count << 32); keys are below 2**32
 _KEY_MASK = (1 << _KEY_BITS) - 1
@@ -195,8 +193,9 @@ class _MergeState:
                 words.append(word)
                 freqs.append(freq)
         self.freqs = freqs
-        self.counts, self.where = _byte_pairs(words, freqs)
-        self.flat: FlatWords | None = FlatWords(words, freqs) if words else None
+        numbers = shared_ints(len(words))  # one int object per word, for every word list
+        self.counts, self.where = _byte_pairs(words, freqs, numbers=numbers)
+        self.flat: FlatWords | None = FlatWords(words, freqs, word_objects=numbers) if words else None
         self.words: list[list[int]] = []  # the Python lists, once the flat phase is over
         self.touched = float(len(words))  # the recent merges' mean word count (moving average)
         self.heap: list[int] = [k - (c << _KEY_BITS) for k, c in self.counts.items()]
@@ -226,7 +225,7 @@ class _MergeState:
                 self._apply(key, delta)
                 return
             self.words, self.flat = self.flat.to_lists(), None
-        a, b = key >> _SHIFT, key & _MASK
+        a, b = key >> SHIFT, key & MASK
         words, freqs, where = self.words, self.freqs, self.where
         delta: dict[int, int] = {}
         for wi in dict.fromkeys(holders):
@@ -242,16 +241,16 @@ class _MergeState:
                         left -= 1  # the merge consumes the next ``a`` too
                     if i:
                         prev = word[i - 1]
-                        k = (prev << _SHIFT) | a
+                        k = (prev << SHIFT) | a
                         delta[k] = delta.get(k, 0) - f
-                        k = (prev << _SHIFT) | new_id
+                        k = (prev << SHIFT) | new_id
                         delta[k] = delta.get(k, 0) + f
                         where.setdefault(k, []).append(wi)
                     if i + 2 < len(word):
                         nxt = word[i + 2]
-                        k = (b << _SHIFT) | nxt
+                        k = (b << SHIFT) | nxt
                         delta[k] = delta.get(k, 0) - f
-                        k = (new_id << _SHIFT) | nxt
+                        k = (new_id << SHIFT) | nxt
                         delta[k] = delta.get(k, 0) + f
                         where.setdefault(k, []).append(wi)
                     word[i : i + 2] = (new_id,)
@@ -275,7 +274,9 @@ class _MergeState:
                 self.where.pop(k, None)
 
 
-def _byte_pairs(words: list[bytes], freqs: list[int]) -> tuple[dict[int, int], dict[int, list[int]]]:
+def _byte_pairs(
+    words: list[bytes], freqs: list[int], *, numbers: np.ndarray | None = None
+) -> tuple[dict[int, int], dict[int, list[int]]]:
     """The starting pair counts (weighted by word frequency) and, per pair, the words holding it.
 
     In numpy: at the start every id is a byte, so a pair is one of 65,536 values and its count
@@ -302,13 +303,12 @@ def _byte_pairs(words: list[bytes], freqs: list[int]) -> tuple[dict[int, int], d
     pair, word = pair[first], word[first]
     starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
     present = pair[starts].astype(np.int64)
-    keys = (((present >> 8) << _SHIFT) | (present & 0xFF)).tolist()
+    keys = (((present >> 8) << SHIFT) | (present & 0xFF)).tolist()
     counts = dict(zip(keys, sums[present].astype(np.int64).tolist()))
-    # one int object per word, shared by every list that holds it (as the merge loop's appends
-    # share them): a fresh int per entry would cost 28 bytes x ~3.8M entries
-    shared = np.array(list(range(len(words))), dtype=object)
-    flat_words = shared[word].tolist()
-    del word, shared
+    # one int object per word, shared by every list that holds it (``numbers``, as FlatWords'
+    # lists share them): a fresh int per entry would cost 28 bytes x ~3.8M entries
+    flat_words = (shared_ints(len(words)) if numbers is None else numbers)[word].tolist()
+    del word
     bounds = [*starts.tolist(), len(flat_words)]
     where = {k: flat_words[a:b] for k, a, b in zip(keys, bounds, bounds[1:])}
     return counts, where
@@ -334,8 +334,8 @@ def train_merges(
     ``consume=True`` ``word_counts`` is emptied while it is read (lower peak
     memory; the merges do not depend on the order of the words).
     """
-    if num_merges + 256 > _MASK:
-        raise ValueError(f"num_merges={num_merges} is too large: ids must stay below {_MASK + 1}")
+    if num_merges + 256 > MASK:
+        raise ValueError(f"num_merges={num_merges} is too large: ids must stay below {MASK + 1}")
     with _gc_paused():  # millions of lists, no cycles: the collector's passes cost ~15 % (_gc.py)
         state = _MergeState(word_counts, consume=consume)
         merges: list[tuple[int, int]] = []
@@ -345,7 +345,7 @@ def train_merges(
                 break
             key = best[0]
             state.merge(key, 256 + len(merges))
-            merges.append((key >> _SHIFT, key & _MASK))
+            merges.append((key >> SHIFT, key & MASK))
             if progress is not None:
                 progress(len(merges), num_merges)
     return merges
