@@ -217,7 +217,7 @@ def test_a_split_tiktoken_would_not_cover_packs_through_the_reference(tmp_path):
     tok.save(tmp_path / "t.json")
     encoder = DocEncoder(EncoderSpec(artifact=str(tmp_path / "t.json"), rate=0.0))
     assert encoder.fast is None
-    assert encoder._document(0, 0, "ab 12") == ([256, 32, 49, 50], REFERENCE)
+    assert encoder._documents(0, [(0, "ab 12")])[0] == ([256, 32, 49, 50], REFERENCE)
 
 
 @settings(max_examples=200, deadline=None)
@@ -252,9 +252,9 @@ def test_a_document_holding_any_special_string_is_verified(tmp_path):
     encoder = DocEncoder(EncoderSpec(artifact=str(tmp_path / "t.json"), rate=0.0))
     assert encoder.fast is not None
     for text in ("a <s> b", "x [SEP] y"):
-        ids, flag = encoder._document(0, 7, text)
+        ids, flag = encoder._documents(0, [(7, text)])[0]
         assert flag == VERIFIED and list(ids) == tok.encode(text)
-    assert encoder._document(0, 7, "a s b")[1] == 0
+    assert encoder._documents(0, [(7, "a s b")])[0][1] == 0
 
 
 def test_a_qwen2_split_takes_the_fast_split_line_cache_and_windows(models, monkeypatch):
@@ -313,5 +313,5 @@ def test_a_code_point_is_proven_only_where_its_shape_tells_the_classes_apart(mod
     tok.save(tmp_path / "tok.json")
     worker = DocEncoder(EncoderSpec(artifact=str(tmp_path / "tok.json"), rate=0.0))
     for text, flag in (("Мы ы", REFERENCE), (f"un {proven}{proven} x", 0)):
-        ids, got = worker._document(0, 1, text)
+        ids, got = worker._documents(0, [(1, text)])[0]
         assert got == flag and list(ids) == tok.encode(text)

@@ -216,10 +216,6 @@ class DocEncoder:
                     out.append((ids, VERIFIED))
         return out
 
-    def _document(self, source: int, number: int, text: str | None) -> tuple[Any, int]:
-        """One document, as :meth:`_documents`."""
-        return self._documents(source, [(number, text)])[0]
-
 
 class _Strings:
     """Whether a text holds any of a set of strings: ``str.__contains__`` (C) for each string of
