@@ -117,6 +117,7 @@ def count_pretokens(docs: Iterable[str], pattern: str, *, workers: int = 1) -> C
     ]
     for proc in procs:
         proc.start()
+    done = False
     try:
         for batch in _batches(docs, cut=cut):
             _put(jobs, batch, procs)
@@ -131,9 +132,12 @@ def count_pretokens(docs: Iterable[str], pattern: str, *, workers: int = 1) -> C
                 total.update(got)
             else:
                 total = got
+        done = True
         return total
     finally:
         for proc in procs:
+            if not done:  # an error (a bad input file, a failed worker): they wait for jobs no one sends
+                proc.terminate()
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.terminate()
