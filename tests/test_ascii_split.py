@@ -100,6 +100,28 @@ def test_cuts_are_boundaries_on_both_sides(name: str) -> None:
     assert [p for ps in pieces for p in ps] == whole
 
 
+class _Counted:
+    """A compiled pattern that records the spans its ``findall`` is called on."""
+
+    def __init__(self, compiled: regex.Pattern[str]) -> None:
+        self.compiled, self.spans = compiled, []
+
+    def findall(self, text: str, pos: int = 0, endpos: int | None = None) -> list[str]:
+        end = len(text) if endpos is None else endpos
+        self.spans.append(text[pos:end])
+        return self.compiled.findall(text, pos, end)
+
+
+def test_regex_gets_whole_runs_of_non_ascii_stretches_and_nothing_ascii() -> None:
+    # cut to cut: "a\n" | "x é\n" | "y é\n  \n" (no cut before a blank line) | "z\nü\n" (none
+    # before "ü") | "q": the three non-ASCII stretches in a row are one regex call
+    text = "a\nx é\ny é\n  \nz\nü\nq"
+    counted = _Counted(FULL)
+    split = fast_split(LLAMA3_PATTERN, counted)
+    assert split(text) == FULL.findall(text)
+    assert counted.spans == ["x é\ny é\n  \nz\nü\n"]
+
+
 def test_the_qwen2_ascii_form_differs_only_in_its_digits() -> None:
     assert set(ASCII_FORMS) == {LLAMA3_PATTERN, QWEN2_PATTERN}
     assert QWEN2_ASCII_PATTERN != ASCII_PATTERN
