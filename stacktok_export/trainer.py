@@ -37,6 +37,7 @@ from .ascii_split import LINE_CUT, cuts_at_lines, fast_split
 from .pretokenize import compile_pattern
 from .progress import Bar, Progress
 from .train_flat import MASK, SHIFT, FlatWords, shared_ints  # the pair key's layout lives there
+from .train_long import LONG_FROM, LongWord
 
 ProgressFn = Callable[[int, int], None]
 
@@ -182,7 +183,8 @@ class _MergeState:
     """Words, live pair counts, an inverted index and a lazy max-heap (the starting counts and
     index built in numpy, :func:`_byte_pairs`). The merges run on the words end to end in numpy
     (:mod:`.train_flat`) while they touch many words; once the moving average of the words a
-    merge touches falls below ``_FLAT_FROM``, the words become Python lists, edited one at a time.
+    merge touches falls below ``_FLAT_FROM``, the words become Python lists, edited one at a time
+    (a word of ``LONG_FROM`` ids or more goes on as a :class:`~.train_long.LongWord` instead).
 
     A heap entry is one int, ``key - (count << 32)``: the smallest is the highest count, ties to
     the smallest key (a tuple per entry cost ~80 MB more at the end of the 100 MB sample's run).
@@ -201,6 +203,7 @@ class _MergeState:
         self.counts, self.where = _byte_pairs(words, freqs, numbers=numbers)
         self.flat: FlatWords | None = FlatWords(words, freqs, word_objects=numbers) if words else None
         self.words: list[list[int]] = []  # the Python lists, once the flat phase is over
+        self.long: dict[int, LongWord] = {}  # words of LONG_FROM ids or more (their list: empty)
         self.touched = float(len(words))  # the recent merges' mean word count (moving average)
         self.heap: list[int] = [k - (c << _KEY_BITS) for k, c in self.counts.items()]
         heapq.heapify(self.heap)
@@ -229,6 +232,7 @@ class _MergeState:
                 self._apply(key, delta)
                 return
             self.words, self.flat = self.flat.to_lists(), None
+            self._set_long_words()
         a, b = key >> SHIFT, key & MASK
         words, freqs, where = self.words, self.freqs, self.where
         delta: dict[int, int] = {}
@@ -259,7 +263,30 @@ class _MergeState:
                         where.setdefault(k, []).append(wi)
                     word[i : i + 2] = (new_id,)
                 i += 1
+        if self.long:  # in the word lists like any word; merged here, their own way
+            for wi in self.long.keys() & holders:
+                self.long[wi].merge(key, new_id, freqs[wi], delta, self._holds(wi))
         self._apply(key, delta)
+
+    def _set_long_words(self) -> None:
+        """Words of ``LONG_FROM`` ids or more go on as :class:`LongWord`; their lists become empty
+        (the list loop finds nothing in them)."""
+        words = self.words
+        for wi in [wi for wi, word in enumerate(words) if len(word) >= LONG_FROM]:
+            self.long[wi] = LongWord(words[wi])
+            words[wi] = []
+
+    def _holds(self, wi: int) -> Callable[[int], None]:
+        """Record that long word ``wi`` holds a pair key (in the word lists, as the list loop does)."""
+        where = self.where
+        return lambda k: where.setdefault(k, []).append(wi)
+
+    def word_ids(self) -> list[list[int]]:
+        """Every word's ids now, once the numpy phase is over (tests)."""
+        out = list(self.words)
+        for wi, word in self.long.items():
+            out[wi] = word.live()
+        return out
 
     def _apply(self, merged: int, delta: dict[int, int]) -> None:
         counts, heap = self.counts, self.heap

@@ -1,4 +1,5 @@
-"""The trainer's numpy phase (``train_flat.py``): the same merges and counts as the Python loop."""
+"""The trainer's numpy phase (``train_flat.py``) and its long words (``train_long.py``): the same
+merges and counts as the Python loop."""
 
 from __future__ import annotations
 
@@ -17,22 +18,25 @@ from stacktok_export.trainer import _MergeState, train_merges
 from .conftest import stdlib_text
 from .test_bpe import corpus_text, naive_merges
 
-MODES = ("numpy only", "python only", "switch")
+MODES = ("numpy only", "python only", "switch", "long words", "switch to long words")
 
 
 @contextlib.contextmanager
 def phase(mode: str) -> Iterator[None]:
-    """The numpy phase for every merge, for none, or ended by the first merge touching < 3 words."""
-    saved = trainer._FLAT_FROM, trainer._FLAT_SPAN
-    trainer._FLAT_FROM, trainer._FLAT_SPAN = {
-        "numpy only": (0, 200),
-        "python only": (float("inf"), 200),
-        "switch": (3, 1),
+    """The numpy phase for every merge, for none, or ended by the first merge touching < 3 words;
+    "long" modes: every word of 2 (3) ids or more at the switch goes on as a LongWord."""
+    saved = trainer._FLAT_FROM, trainer._FLAT_SPAN, trainer.LONG_FROM
+    trainer._FLAT_FROM, trainer._FLAT_SPAN, trainer.LONG_FROM = {
+        "numpy only": (0, 200, saved[2]),
+        "python only": (float("inf"), 200, saved[2]),
+        "switch": (3, 1, saved[2]),
+        "long words": (float("inf"), 200, 2),
+        "switch to long words": (3, 1, 3),
     }[mode]
     try:
         yield
     finally:
-        trainer._FLAT_FROM, trainer._FLAT_SPAN = saved
+        trainer._FLAT_FROM, trainer._FLAT_SPAN, trainer.LONG_FROM = saved
 
 
 def _words(text: str) -> dict[bytes, int]:
@@ -97,6 +101,51 @@ def test_the_numpy_phase_runs_and_ends_on_real_text() -> None:
         state.merge(key, 256 + done)
         done += 1
     assert 10 < done < 2000 and len(state.words) > 1000
+
+
+@settings(max_examples=200, deadline=None)
+@given(words=WORDS, long_from=st.integers(2, 6))
+def test_long_words_keep_the_counts_and_words_of_the_list_loop(words: dict[str, int], long_from: int) -> None:
+    """Merge by merge, with words of ``long_from`` ids or more as LongWords: the pair counts and
+    the words are the list loop's (runs like ``aaaa``: the non-overlap rule; words holding a pair
+    twice, side by side: the neighbours read after the merge before them)."""
+    data = {w.encode(): c for w, c in words.items()}
+    with phase("python only"):
+        plain = _MergeState(dict(data))
+        longs = _MergeState(dict(data))
+        saved, trainer.LONG_FROM = trainer.LONG_FROM, long_from
+        try:
+            for n in range(40):
+                best = plain.pop_best()
+                assert longs.pop_best() == best
+                if best is None:
+                    break
+                plain.merge(best[0], 256 + n)
+                longs.merge(best[0], 256 + n)
+                assert longs.counts == plain.counts
+                assert longs.word_ids() == plain.word_ids()
+        finally:
+            trainer.LONG_FROM = saved
+
+
+def test_a_long_run_of_letters_merges_as_a_long_word() -> None:
+    """A pre-token of 3,000 letters (``LONG_FROM`` is 1,024) goes on as a LongWord holding its
+    bytes, and the merges equal the list loop's."""
+    run = "".join(chr(97 + (i * i + 3 * i) % 7) for i in range(3000))
+    words = _words(stdlib_text(20_000) + " " + run)
+    with phase("python only"):
+        state = _MergeState(dict(words))
+        key, _ = state.pop_best()
+        state.merge(key, 256)
+        (long_word,) = state.long.values()
+        table = [bytes([i]) for i in range(256)] + [bytes([key >> 16, key & 0xFFFF])]
+        assert b"".join(table[t] for t in long_word.live()) == b" " + run.encode()
+        merged = train_merges(dict(words), 200)
+        saved, trainer.LONG_FROM = trainer.LONG_FROM, 10**9  # no long words
+        try:
+            assert train_merges(dict(words), 200) == merged
+        finally:
+            trainer.LONG_FROM = saved
 
 
 def test_a_merge_without_holders_or_occurrences_changes_nothing() -> None:
