@@ -15,8 +15,10 @@ left to right without overlap, and the pairs around each one
 change by the word's frequency, read from the current neighbours (tested against the list
 loop and a full rescan, ``tests/test_train_flat.py``).
 
-Out of scope: the numpy phase (``train_flat.py`` reads every slot of the words it merges in,
-~1 ns a slot), which long words go through like any other.
+A long word is one in both of the trainer's phases: the numpy phase (``train_flat.py``) reads
+every slot of each word it merges in, so a 1 MB word there cost ~3 ms a merge.
+
+Out of scope: choosing the merge and the other words (``trainer.py``, ``train_flat.py``).
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ import numpy as np
 
 from .train_flat import MASK, SHIFT
 
-#: words with at least this many ids when the Python phase starts become a LongWord (the 100 MB
-#: sample's longest pre-token has 320 bytes: none of its words do)
+#: words of at least this many bytes are LongWords from the first merge (the 100 MB sample's
+#: longest pre-token has 320 bytes: none of its words is one)
 LONG_FROM = 1024
 DEAD = -1  # a slot merged into its left neighbour
 
@@ -39,22 +41,27 @@ class LongWord:
 
     __slots__ = ("at", "ids", "nxt", "prv")
 
-    def __init__(self, ids: list[int]) -> None:
-        n = len(ids)
-        self.ids = ids  # edited in place: a merged-away slot holds DEAD
-        self.nxt = array("q", range(1, n + 1))  # n: no live slot after
-        self.prv = array("q", range(-1, n - 1))  # -1: none before
-        # pair key -> the slots where it may start (checked when read), 8 bytes a slot: grouped
-        # by one stable sort, so each key's slots are in order
-        pairs = np.array(ids, dtype=np.int64)
-        keys = (pairs[:-1] << SHIFT) | pairs[1:]
-        order = np.argsort(keys, kind="stable")
-        keys = keys[order]
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-        bounds = [*starts.tolist(), len(keys)]
+    def __init__(self, word: bytes) -> None:
+        """``word``: the pre-token's bytes (every id a byte: the word has not merged yet)."""
+        n = len(word)
+        if n >= 1 << 31:
+            raise ValueError(f"a pre-token of {n} bytes is too long to train on (the limit is 2**31 - 1)")
+        raw = np.frombuffer(word, dtype=np.uint8)
+        # 4 bytes a slot in each array (C ints; ids stay below 65,536, slots below 2**31)
+        self.ids = _ints(raw)  # edited in place: a merged-away slot holds DEAD
+        self.nxt = _ints(np.arange(1, n + 1, dtype=np.int32))  # n: no live slot after
+        self.prv = _ints(np.arange(-1, n - 1, dtype=np.int32))  # -1: none before
+        # pair key -> the slots where it may start (checked when read): the byte pairs grouped
+        # by one stable radix sort, so each key's slots are in order
+        pairs = (raw[:-1].astype(np.uint16) << 8) | raw[1:]
+        order = np.argsort(pairs, kind="stable").astype(np.int32)
+        pairs = pairs[order]
+        starts = np.flatnonzero(np.r_[True, pairs[1:] != pairs[:-1]])
+        bounds = [*starts.tolist(), len(pairs)]
+        keys = pairs[starts].astype(np.int64)
+        keys = ((keys >> 8) << SHIFT) | (keys & 0xFF)
         self.at: dict[int, array[int]] = {
-            key: array("q", order[lo:hi].tobytes())
-            for key, lo, hi in zip(keys[starts].tolist(), bounds, bounds[1:])
+            key: _ints(order[lo:hi]) for key, lo, hi in zip(keys.tolist(), bounds, bounds[1:])
         }
 
     def live(self) -> list[int]:
@@ -105,5 +112,12 @@ class LongWord:
 def _slots(at: dict[int, array[int]], key: int) -> array[int]:
     found = at.get(key)
     if found is None:
-        at[key] = found = array("q")
+        at[key] = found = array("i")
     return found
+
+
+def _ints(values: np.ndarray) -> array[int]:
+    """``values`` as an ``array("i")`` (C ints)."""
+    out = array("i")
+    out.frombytes(values.astype(np.int32).tobytes())
+    return out

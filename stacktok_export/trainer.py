@@ -183,8 +183,8 @@ class _MergeState:
     """Words, live pair counts, an inverted index and a lazy max-heap (the starting counts and
     index built in numpy, :func:`_byte_pairs`). The merges run on the words end to end in numpy
     (:mod:`.train_flat`) while they touch many words; once the moving average of the words a
-    merge touches falls below ``_FLAT_FROM``, the words become Python lists, edited one at a time
-    (a word of ``LONG_FROM`` ids or more goes on as a :class:`~.train_long.LongWord` instead).
+    merge touches falls below ``_FLAT_FROM``, the words become Python lists, edited one at a time.
+    A word of ``LONG_FROM`` bytes or more is a :class:`~.train_long.LongWord` in both phases.
 
     A heap entry is one int, ``key - (count << 32)``: the smallest is the highest count, ties to
     the smallest key (a tuple per entry cost ~80 MB more at the end of the 100 MB sample's run).
@@ -201,9 +201,12 @@ class _MergeState:
         self.freqs = freqs
         numbers = shared_ints(len(words))  # one int object per word, for every word list
         self.counts, self.where = _byte_pairs(words, freqs, numbers=numbers)
+        # words of LONG_FROM bytes or more merge their own way from the start (empty elsewhere)
+        self.long = {wi: LongWord(w) for wi, w in enumerate(words) if len(w) >= LONG_FROM}
+        for wi in self.long:
+            words[wi] = b""
         self.flat: FlatWords | None = FlatWords(words, freqs, word_objects=numbers) if words else None
         self.words: list[list[int]] = []  # the Python lists, once the flat phase is over
-        self.long: dict[int, LongWord] = {}  # words of LONG_FROM ids or more (their list: empty)
         self.touched = float(len(words))  # the recent merges' mean word count (moving average)
         self.heap: list[int] = [k - (c << _KEY_BITS) for k, c in self.counts.items()]
         heapq.heapify(self.heap)
@@ -229,10 +232,10 @@ class _MergeState:
             if self.touched >= _FLAT_FROM:
                 delta, lists = self.flat.merge(key, new_id, holders)
                 self.where.update(lists)  # every key holds new_id: none is in ``where`` yet
+                self._merge_long(key, new_id, holders, delta)
                 self._apply(key, delta)
                 return
             self.words, self.flat = self.flat.to_lists(), None
-            self._set_long_words()
         a, b = key >> SHIFT, key & MASK
         words, freqs, where = self.words, self.freqs, self.where
         delta: dict[int, int] = {}
@@ -263,26 +266,33 @@ class _MergeState:
                         where.setdefault(k, []).append(wi)
                     word[i : i + 2] = (new_id,)
                 i += 1
-        if self.long:  # in the word lists like any word; merged here, their own way
-            for wi in self.long.keys() & holders:
-                self.long[wi].merge(key, new_id, freqs[wi], delta, self._holds(wi))
+        self._merge_long(key, new_id, holders, delta)
         self._apply(key, delta)
 
-    def _set_long_words(self) -> None:
-        """Words of ``LONG_FROM`` ids or more go on as :class:`LongWord`; their lists become empty
-        (the list loop finds nothing in them)."""
-        words = self.words
-        for wi in [wi for wi, word in enumerate(words) if len(word) >= LONG_FROM]:
-            self.long[wi] = LongWord(words[wi])
-            words[wi] = []
+    def _merge_long(self, key: int, new_id: int, holders: Iterable[int], delta: dict[int, int]) -> None:
+        """The long words among ``holders`` (in the word lists like any word) merge their own way."""
+        if self.long:
+            for wi in self.long.keys() & holders:
+                self.long[wi].merge(key, new_id, self.freqs[wi], delta, self._holds(wi))
 
     def _holds(self, wi: int) -> Callable[[int], None]:
-        """Record that long word ``wi`` holds a pair key (in the word lists, as the list loop does)."""
+        """Record that long word ``wi`` holds a pair key (in the word lists, as the list loop does;
+        once in a row: a merge in a long word makes the same pair at many slots)."""
         where = self.where
-        return lambda k: where.setdefault(k, []).append(wi)
+
+        def holds(k: int) -> None:
+            found = where.get(k)
+            if found is None:
+                where[k] = [wi]
+            elif found[-1] != wi:
+                found.append(wi)
+
+        return holds
 
     def word_ids(self) -> list[list[int]]:
-        """Every word's ids now, once the numpy phase is over (tests)."""
+        """Every word's ids now (tests; ends the numpy phase)."""
+        if self.flat is not None:
+            self.words, self.flat = self.flat.to_lists(), None
         out = list(self.words)
         for wi, word in self.long.items():
             out[wi] = word.live()

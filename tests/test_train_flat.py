@@ -18,20 +18,21 @@ from stacktok_export.trainer import _MergeState, train_merges
 from .conftest import stdlib_text
 from .test_bpe import corpus_text, naive_merges
 
-MODES = ("numpy only", "python only", "switch", "long words", "switch to long words")
+MODES = ("numpy only", "python only", "switch", "long words", "numpy with long words", "switch with long")
 
 
 @contextlib.contextmanager
 def phase(mode: str) -> Iterator[None]:
     """The numpy phase for every merge, for none, or ended by the first merge touching < 3 words;
-    "long" modes: every word of 2 (3) ids or more at the switch goes on as a LongWord."""
+    "long" modes: every word of 2 (3) bytes or more is a LongWord."""
     saved = trainer._FLAT_FROM, trainer._FLAT_SPAN, trainer.LONG_FROM
     trainer._FLAT_FROM, trainer._FLAT_SPAN, trainer.LONG_FROM = {
         "numpy only": (0, 200, saved[2]),
         "python only": (float("inf"), 200, saved[2]),
         "switch": (3, 1, saved[2]),
         "long words": (float("inf"), 200, 2),
-        "switch to long words": (3, 1, 3),
+        "numpy with long words": (0, 200, 3),
+        "switch with long": (3, 1, 3),
     }[mode]
     try:
         yield
@@ -104,28 +105,34 @@ def test_the_numpy_phase_runs_and_ends_on_real_text() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(words=WORDS, long_from=st.integers(2, 6))
-def test_long_words_keep_the_counts_and_words_of_the_list_loop(words: dict[str, int], long_from: int) -> None:
-    """Merge by merge, with words of ``long_from`` ids or more as LongWords: the pair counts and
-    the words are the list loop's (runs like ``aaaa``: the non-overlap rule; words holding a pair
-    twice, side by side: the neighbours read after the merge before them)."""
+@given(words=WORDS, long_from=st.integers(2, 6), mode=st.sampled_from(["python only", "numpy only"]))
+def test_long_words_keep_the_counts_and_words_of_the_list_loop(
+    words: dict[str, int], long_from: int, mode: str
+) -> None:
+    """Merge by merge, with words of ``long_from`` bytes or more as LongWords (beside the Python
+    lists or the numpy arrays): the pair counts and, at the end, the words are the list loop's
+    (runs like ``aaaa``: the non-overlap rule; a pair twice side by side: the neighbours read
+    after the merge before)."""
     data = {w.encode(): c for w, c in words.items()}
     with phase("python only"):
         plain = _MergeState(dict(data))
-        longs = _MergeState(dict(data))
-        saved, trainer.LONG_FROM = trainer.LONG_FROM, long_from
-        try:
+    saved, trainer.LONG_FROM = trainer.LONG_FROM, long_from
+    try:
+        with phase(mode):
+            longs = _MergeState(dict(data))
             for n in range(40):
                 best = plain.pop_best()
                 assert longs.pop_best() == best
                 if best is None:
                     break
-                plain.merge(best[0], 256 + n)
+                with phase("python only"):
+                    plain.merge(best[0], 256 + n)
                 longs.merge(best[0], 256 + n)
                 assert longs.counts == plain.counts
-                assert longs.word_ids() == plain.word_ids()
-        finally:
-            trainer.LONG_FROM = saved
+            assert len(longs.long) == sum(len(w) >= long_from for w in data)
+            assert longs.word_ids() == plain.word_ids()
+    finally:
+        trainer.LONG_FROM = saved
 
 
 def test_a_long_run_of_letters_merges_as_a_long_word() -> None:
