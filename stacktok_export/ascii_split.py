@@ -18,8 +18,9 @@ a digit rule holds no white space, so every argument below is the same for both)
   run that holds a newline;
 - stretches between cuts that hold only ASCII go to the pattern's ASCII form (``re``:
   :data:`ASCII_PATTERN`, :data:`QWEN2_ASCII_PATTERN`), the rest to ``regex`` with the full
-  pattern, each run of stretches in one call; ``pos``/``endpos`` bound each call (the text is
-  never sliced: its lines are read only to find which are ASCII and where the cuts are).
+  pattern, each run of stretches in one call; ``pos``/``endpos`` bound each call (no stretch is
+  copied out; the text's lines, made once by ``str.split``, only say which lines are ASCII and
+  where the cuts are).
 
 Why by hand: no library splits with a Unicode regex at ``re``'s speed; the equivalence of the two
 patterns on ASCII is tested character by character and on generated text
