@@ -38,6 +38,12 @@ MASK = (1 << SHIFT) - 1
 _LIST_CHUNK = 1 << 16  # words turned into lists at a time (FlatWords.to_lists)
 
 
+def byte_pair_keys(pairs: np.ndarray) -> np.ndarray:
+    """The pair keys of byte pairs given as ``left << 8 | right`` (16-bit values, int64 out)."""
+    pairs = pairs.astype(np.int64)
+    return ((pairs >> 8) << SHIFT) | (pairs & 0xFF)
+
+
 class FlatWords:
     """Words (each at least two bytes) end to end, a ``GAP`` slot between, with live-slot links."""
 

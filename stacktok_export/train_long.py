@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .train_flat import MASK, SHIFT
+from .train_flat import MASK, SHIFT, byte_pair_keys
 
 #: words of at least this many bytes are LongWords from the first merge (the 100 MB sample's
 #: longest pre-token has 320 bytes: none of its words is one)
@@ -60,10 +60,9 @@ class LongWord:
         pairs = pairs[order]
         starts = np.flatnonzero(np.r_[True, pairs[1:] != pairs[:-1]])
         bounds = [*starts.tolist(), len(pairs)]
-        keys = pairs[starts].astype(np.int64)
-        keys = ((keys >> 8) << SHIFT) | (keys & 0xFF)
         self.at: dict[int, array[int]] = {
-            key: _ints(order[lo:hi]) for key, lo, hi in zip(keys.tolist(), bounds, bounds[1:])
+            key: _ints(order[lo:hi])
+            for key, lo, hi in zip(byte_pair_keys(pairs[starts]).tolist(), bounds, bounds[1:])
         }
 
     def live(self) -> list[int]:

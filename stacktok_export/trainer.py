@@ -36,7 +36,7 @@ from ._gc import paused as _gc_paused
 from .ascii_split import LINE_CUT, cuts_at_lines, fast_split
 from .pretokenize import compile_pattern
 from .progress import Bar, Progress
-from .train_flat import MASK, SHIFT, FlatWords, shared_ints  # the pair key's layout lives there
+from .train_flat import MASK, SHIFT, FlatWords, byte_pair_keys, shared_ints  # the key's layout lives there
 from .train_long import LONG_FROM, LongWord
 
 ProgressFn = Callable[[int, int], None]
@@ -289,15 +289,6 @@ class _MergeState:
 
         return holds
 
-    def word_ids(self) -> list[list[int]]:
-        """Every word's ids now (tests; ends the numpy phase)."""
-        if self.flat is not None:
-            self.words, self.flat = self.flat.to_lists(), None
-        out = list(self.words)
-        for wi, word in self.long.items():
-            out[wi] = word.live()
-        return out
-
     def _apply(self, merged: int, delta: dict[int, int]) -> None:
         counts, heap = self.counts, self.heap
         counts.pop(merged, None)
@@ -344,7 +335,7 @@ def _byte_pairs(
     pair, word = pair[first], word[first]
     starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
     present = pair[starts].astype(np.int64)
-    keys = (((present >> 8) << SHIFT) | (present & 0xFF)).tolist()
+    keys = byte_pair_keys(present).tolist()
     counts = dict(zip(keys, sums[present].astype(np.int64).tolist()))
     # one int object per word, shared by every list that holds it (``numbers``, as FlatWords'
     # lists share them): a fresh int per entry would cost 28 bytes x ~3.8M entries

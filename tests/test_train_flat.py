@@ -57,6 +57,29 @@ WORDS = st.dictionaries(
 )
 
 
+def _merge_beside(plain: _MergeState, other: _MergeState, other_mode: str, *, merges: int = 40) -> None:
+    """Merge ``plain`` (Python lists) and ``other`` (in ``other_mode``) pair by pair, the same
+    pairs; after each merge their pair counts are equal."""
+    for n in range(merges):
+        best = plain.pop_best()
+        assert other.pop_best() == best
+        if best is None:
+            return
+        with phase("python only"):
+            plain.merge(best[0], 256 + n)
+        with phase(other_mode):
+            other.merge(best[0], 256 + n)
+        assert other.counts == plain.counts
+
+
+def _word_ids(state: _MergeState) -> list[list[int]]:
+    """Every word's ids now, long words' included (ends the numpy phase)."""
+    words = state.flat.to_lists() if state.flat is not None else list(state.words)
+    for wi, word in state.long.items():
+        words[wi] = word.live()
+    return words
+
+
 @settings(max_examples=200, deadline=None)
 @given(words=WORDS)
 def test_numpy_merges_keep_the_counts_and_words_of_the_python_loop(words: dict[str, int]) -> None:
@@ -67,15 +90,7 @@ def test_numpy_merges_keep_the_counts_and_words_of_the_python_loop(words: dict[s
         flat = _MergeState(dict(data))
     with phase("python only"):
         plain = _MergeState(dict(data))
-        for n in range(40):
-            best = plain.pop_best()
-            assert flat.pop_best() == best
-            if best is None:
-                break
-            plain.merge(best[0], 256 + n)
-            with phase("numpy only"):
-                flat.merge(best[0], 256 + n)
-            assert flat.counts == plain.counts
+    _merge_beside(plain, flat, "numpy only")
     if flat.flat is not None:
         saved, train_flat._LIST_CHUNK = train_flat._LIST_CHUNK, 3  # lists built 3 words at a time
         try:
@@ -120,17 +135,9 @@ def test_long_words_keep_the_counts_and_words_of_the_list_loop(
     try:
         with phase(mode):
             longs = _MergeState(dict(data))
-            for n in range(40):
-                best = plain.pop_best()
-                assert longs.pop_best() == best
-                if best is None:
-                    break
-                with phase("python only"):
-                    plain.merge(best[0], 256 + n)
-                longs.merge(best[0], 256 + n)
-                assert longs.counts == plain.counts
-            assert len(longs.long) == sum(len(w) >= long_from for w in data)
-            assert longs.word_ids() == plain.word_ids()
+        _merge_beside(plain, longs, mode)
+        assert len(longs.long) == sum(len(w) >= long_from for w in data)
+        assert _word_ids(longs) == _word_ids(plain)
     finally:
         trainer.LONG_FROM = saved
 
