@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +31,22 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_report(path: str | os.PathLike[str], text: str) -> None:
+    """A report at ``path``: a character device or a FIFO (``/dev/stdout``, a pipe) is written
+    through, never replaced by a file; a symlink is followed and its target written atomically;
+    anything else as :func:`write_text_atomic`."""
+    real = os.path.realpath(path)
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        mode = 0
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        with open(real, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        return
+    write_text_atomic(real, text)
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

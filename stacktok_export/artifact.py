@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 from . import vocab as _vocab
 from ._atomic import write_text_atomic
 from .pretokenize import check_engine, compile_pattern, engine_info
+from .util import limits
+from .util.untrusted import UntrustedFileError, escape, read_untrusted
 
 if TYPE_CHECKING:
     from .bpe import StackTokenizer
@@ -164,18 +166,22 @@ def _check_merges(merges: Any) -> list[tuple[int, int]]:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ArtifactError(f"{path}: no such artifact; check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ArtifactError(f"{path}: cannot read artifact ({exc})") from None
+    if not os.path.lexists(path):
+        raise ArtifactError(f"{escape(str(path))}: no such artifact; check the path")
+    try:  # a regular file of bounded size (a FIFO or /dev/zero as --artifact never hangs)
+        text = read_untrusted(path, limit=limits.current().tokenizer_json).decode("utf-8")
+    except (UntrustedFileError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"cannot read artifact: {exc}") from None
     try:
         payload = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ArtifactError(
-            f"{path}: malformed JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); "
+            f"{escape(str(path))}: malformed JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); "
             "restore the file from version control"
+        ) from None
+    except (RecursionError, ValueError) as exc:  # nested too deeply; a number of over 4,300 digits
+        raise ArtifactError(
+            f"{escape(str(path))}: unreadable JSON ({str(exc)[:120]}); restore the file"
         ) from None
     if not isinstance(payload, dict):
         raise ArtifactError(f"{path}: the artifact must be a JSON object")

@@ -287,3 +287,26 @@ def test_fuzz_and_audit_take_a_hub_id_too(hub_cache, no_network, tmp_path) -> No
     args = aparser.parse_args([f"{REPO}@bogus", "--backends", "none", "--quiet"])
     with pytest.raises(UsageError, match="bogus"):
         audit_command.run_audit(args)
+
+
+@pytest.mark.parametrize(
+    "revision",
+    ["../../../../tmp", "main/../../x", "refs/../..", "/etc", "a..b", ".hidden", "main/"],
+)
+def test_a_revision_that_is_no_git_name_is_refused_before_any_look_up(hub_cache, no_network, revision) -> None:
+    """issue 37: ``org/name@..`` resolved outside the cache and was gated as if it were the repo."""
+    with pytest.raises(UsageError, match="is not a valid revision") as err:
+        resolve_target(f"{REPO}@{revision}")
+    assert "\n" not in str(err.value)
+
+
+def test_a_ref_pointing_out_of_the_snapshots_is_refused(hub_cache, no_network, tmp_path) -> None:
+    """A cache ``refs/`` file whose content leads out of ``snapshots/`` is never followed."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "tokenizer.json").write_text("{}", encoding="utf-8")
+    ref = hub_cache / "models--acme--stack100m" / "refs" / "evil"
+    ref.write_text(os.path.relpath(outside, ref.parent.parent / "snapshots"), encoding="utf-8")
+    with pytest.raises(UsageError, match="not a snapshot of the repository"):
+        resolve_target(f"{REPO}@evil")
+    assert resolve_target(f"{REPO}@v1").commit == V1  # a real ref still resolves

@@ -352,6 +352,14 @@ def test_each_file_is_read_once(hf: Path, monkeypatch: pytest.MonkeyPatch) -> No
             reads[Path(file).resolve().relative_to(root).as_posix()] += 1
         return real_open(file, *args, **kwargs)
 
+    real_os_open = os.open
+
+    def counting_os_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(file, (str, os.PathLike)) and root in Path(file).resolve().parents:
+            reads[Path(file).resolve().relative_to(root).as_posix()] += 1
+        return real_os_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_os_open)  # the bounded reader (stacktok_export.util.untrusted)
     monkeypatch.setattr(io, "open", counting_open)  # pathlib's read_bytes
     monkeypatch.setattr(builtins, "open", counting_open)  # numpy's memmap under gguf-py
     validate_directory(_exports(hf))

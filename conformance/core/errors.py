@@ -18,8 +18,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from stacktok_export.util.untrusted import escape
 
-class UsageError(Exception):
+
+class _OneLine(Exception):
+    """A message printed as one line: control characters (a newline in a file name) escaped, so
+    nothing read from a checkpoint can forge a second line of output."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(escape(str(message), limit=1 << 20))
+
+
+class UsageError(_OneLine):
     """Bad arguments or unreadable input: exit 2 with this one-line message."""
 
 
@@ -29,14 +39,14 @@ class InputError(ValueError):
     def __init__(self, path: Path | str, where: str, what: str, fix: str) -> None:
         self.path, self.where, self.what, self.fix = str(path), where, what, fix
         message = f"{path}: {where}: {what}; {fix}"
-        super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
+        ValueError.__init__(self, escape(message, limit=1 << 20))
 
 
-class FixtureError(ValueError):
+class FixtureError(_OneLine, ValueError):
     """A fixture file is unreadable or malformed; names the file and line."""
 
 
-class LayoutError(ValueError):
+class LayoutError(_OneLine, ValueError):
     """The directory is not a tokenizer directory; the message says what is missing."""
 
 
@@ -48,7 +58,10 @@ class RequiredUnavailable(Exception):
 def input_errors() -> tuple[type[Exception], ...]:
     """Every exception that means "bad input" (exit 2, one line): a usage error, a malformed file,
     an unreadable fixture or user file, a directory that is not a tokenizer directory, an artifact
-    the reference refuses. One list for ``stacktok``, ``stacktok gate`` and ``python -m conformance``."""
+    the reference refuses, a file refused before reading (a link out of the directory, a device,
+    over its size limit: ``stacktok_export.util.untrusted``). One list for ``stacktok``,
+    ``stacktok gate`` and ``python -m conformance``."""
     from stacktok_export import ArtifactError
+    from stacktok_export.util.untrusted import UntrustedFileError
 
-    return (UsageError, InputError, FixtureError, LayoutError, ArtifactError)
+    return (UsageError, InputError, FixtureError, LayoutError, ArtifactError, UntrustedFileError)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from packaging.version import InvalidVersion, Version
 
 from conformance.core.errors import FixtureError
 from stacktok_export.chat import ChatFormatError, _check_message
+from stacktok_export.util import limits
+from stacktok_export.util.untrusted import UntrustedFileError, escape, read_untrusted
 
 
 def _fixtures_dir() -> Path:
@@ -94,12 +97,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _read_text(path: Path, *, what: str) -> str:
     """A user/fixture file's bytes as strict UTF-8 (no newline translation)."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise FixtureError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise FixtureError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not os.path.lexists(path):
+        raise FixtureError(f"{escape(str(path))}: no such file")
+    try:  # a regular file of bounded size: a FIFO or /dev/zero as --text never hangs the run
+        data = read_untrusted(path, limit=limits.current().user_file)
+    except UntrustedFileError as exc:
+        raise FixtureError(str(exc)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -272,7 +275,7 @@ def load_defaults(path: Path) -> dict[str, str]:
 
 
 def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(read_untrusted(path, limit=limits.current().user_file)).hexdigest()
 
 
 @dataclass
@@ -282,6 +285,9 @@ class FixtureSet:
     divergences: list[Divergence] = field(default_factory=list)
     defaults: dict[str, str] = field(default_factory=dict)
     hashes: dict[str, str] = field(default_factory=dict)
+    #: why no engine may render DIR's chat templates ("" renders as usual): the reference's
+    #: bounded render ran out of its budget (``conformance.validate.template.template_refusal``)
+    refused_template: str = ""
 
     def generator_seeds(self) -> list[str]:
         """Seeds of generated probes (from their ``source``), for reproducible reports."""

@@ -45,6 +45,8 @@ ALLOW_PATTERNS = (
 #: ``org/name`` or ``org/name@revision`` (a revision may hold ``/``: ``refs/pr/1``)
 HUB_ID = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>\S+))?")
 COMMIT = re.compile(r"[0-9a-f]{40}")
+#: a branch, tag or commit: git's ref-name characters (``refs/pr/1``, ``v1.0``, ``main``), at most 255
+REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,254}")
 _TRUE = {"1", "ON", "YES", "TRUE"}
 
 
@@ -100,7 +102,9 @@ def resolve_target(arg: str | os.PathLike[str], *, gguf: str | None = None) -> T
             )
         return Target(directory=Path(text))
     repo, revision = match["repo"], match["revision"] or "main"
+    check_revision(repo, revision)
     folder = _snapshot(repo, revision, gguf=gguf)
+    _refuse_escape(repo, revision, folder)
     commit = folder.name
     found = None
     if gguf is not None:
@@ -111,6 +115,37 @@ def resolve_target(arg: str | os.PathLike[str], *, gguf: str | None = None) -> T
                 f"check the file name, or run `hf download {repo} {gguf} --revision {revision}`"
             )
     return Target(directory=folder, repo=repo, revision=revision, commit=commit, gguf=found)
+
+
+def check_revision(repo: str, revision: str) -> None:
+    """A revision is a branch, tag or commit as git names them (``main``, ``v1.0``, ``refs/pr/1``,
+    40 hex digits): a ``..`` part, a leading or doubled ``/`` or a character git refuses could lead
+    the cache look-up out of the repository's folder, so it is a usage error before any look-up."""
+    parts = revision.split("/")
+    bad = (
+        not REVISION.fullmatch(revision)
+        or any(part in ("", ".", "..") or part.startswith(".") or part.endswith(".lock") for part in parts)
+        or ".." in revision
+    )
+    if bad:
+        raise UsageError(
+            f"{repo}@{revision}: {revision!r} is not a valid revision (a branch, tag or commit: letters, "
+            "digits, '.', '_', '-', '/' between names, no '..'); check the id"
+        )
+
+
+def _refuse_escape(repo: str, revision: str, folder: Path) -> None:
+    """The snapshot must be a commit folder of the repository's own ``snapshots/`` in the cache
+    (whatever a ref file in the cache says)."""
+    from huggingface_hub.file_download import repo_folder_name
+
+    expected = Path(os.path.realpath(cache_dir() / repo_folder_name(repo_id=repo, repo_type="model")))
+    real = Path(os.path.realpath(folder))
+    if real.parent != expected / "snapshots" or not COMMIT.fullmatch(real.name):
+        raise UsageError(
+            f"{repo}@{revision}: resolved to {folder}, which is not a snapshot of the repository in the "
+            "Hugging Face cache; check the cache (`hf cache scan`) and the revision"
+        )
 
 
 def cache_dir() -> Path:

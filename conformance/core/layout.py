@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.errors import LayoutError, UsageError
+from stacktok_export.util import limits
+from stacktok_export.util.untrusted import read_untrusted
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,8 @@ def file_bytes(path: Path, files: Any = None) -> bytes:
     found = files.by_path(path) if files is not None else None
     if found is not None and found.raw is not None:
         return found.raw
-    return Path(path).read_bytes()
+    # not validated (a caller without validation): still only a bounded regular file of its folder
+    return read_untrusted(path, limit=limits.current().tokenizer_json, roots=(Path(path).parent,))
 
 
 def file_json(path: Path, files: Any = None) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 
 from conformance.backends import REGISTRY, backend_list
 from conformance.checks.runner import BackendResult
+from conformance.core.errors import UsageError
 from conformance.core.hub import Target, describe_inputs
 from conformance.core.rows import (
     Row,
@@ -40,8 +41,9 @@ from conformance.report.json import SCHEMA_VERSION, run_metadata, stacktok_versi
 from conformance.report.junit import to_junit
 from conformance.report.markdown import to_markdown
 from conformance.report.text import render_table, render_verdict
-from stacktok_export._atomic import write_text_atomic
+from stacktok_export._atomic import write_report
 from stacktok_export.progress import Progress
+from stacktok_export.util import limits
 
 
 def gate_document(
@@ -69,20 +71,34 @@ def gate_document(
 
 
 def write_reports(args: argparse.Namespace, doc: dict[str, Any], rows: Sequence[Row], seconds: float) -> None:
-    if args.json:
-        write_text_atomic(args.json, to_json(doc))
-    if args.junit:
-        write_text_atomic(args.junit, to_junit(rows, seconds=seconds))
     checked = describe_inputs(doc["inputs"])
-    if args.markdown:
-        md = to_markdown(rows, verdict=doc["verdict"], versions=doc["versions"], checked=checked)
-        write_text_atomic(args.markdown, md)
-    if args.html:
-        page = to_html(rows, verdict=doc["verdict"], versions=doc["versions"], directory=checked)
-        write_text_atomic(args.html, page)
+    reports = {
+        "--json": (args.json, lambda: to_json(doc)),
+        "--junit": (args.junit, lambda: to_junit(rows, seconds=seconds)),
+        "--markdown": (
+            args.markdown,
+            lambda: to_markdown(rows, verdict=doc["verdict"], versions=doc["versions"], checked=checked),
+        ),
+        "--html": (
+            args.html,
+            lambda: to_html(rows, verdict=doc["verdict"], versions=doc["versions"], directory=checked),
+        ),
+    }
+    for flag, (path, render) in reports.items():
+        if path is None:
+            continue
+        try:
+            write_report(path, render())
+        except OSError as exc:  # checked writable before the run; a full disk or /dev/full says so here
+            raise UsageError(f"{flag} {path}: cannot write the report ({exc.strerror or exc})") from None
 
 
 def run_gate(args: argparse.Namespace) -> int:
+    with limits.raised(args.max_file_mb):  # every file read below is bounded (util.limits)
+        return _run_gate(args)
+
+
+def _run_gate(args: argparse.Namespace) -> int:
     started, start = time.time(), time.perf_counter()
     run = plan(args)
     # one reporter: a live bar per running backend on a terminal, plain lines otherwise, or nothing
@@ -178,6 +194,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(needs a CPU or GPU vLLM; see conformance/INSTALL-served.md)",
     )
     p.add_argument("--workers", type=int, default=2, help="backends run in parallel (default 2)")
+    p.add_argument(
+        "--max-file-mb",
+        type=float,
+        default=None,
+        metavar="MB",
+        help="raise every input size limit to at least MB MiB (defaults: tokenizer.json 64, other JSON "
+        "16, a chat template 1, .tiktoken 64, --text/--probes 256; see docs/security.md)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
 

@@ -3,9 +3,10 @@
 In this order: the backend selection (``--backends`` not empty, ``--require`` within it and
 not ``--skip``ped), ``--workers``, the target (a local path, or a Hub id ``org/name[@revision]``
 resolved to a cached or fetched snapshot: ``conformance.core.hub``), DIR is a directory, every
-report path (outside DIR, not a directory, its parent exists), the artifact, DIR's layout (at
-least one export to check), every file the gate reads (``conformance.validate``), every user
-file (``--probes/--text/--chats``, ``conformance.core.fixtures``), and which selected backends
+report path (outside DIR, not a directory, writable: ``conformance.core.outputs``), the artifact,
+DIR's layout (at least one export to check), every file the gate reads (``conformance.validate``), every user
+file (``--probes/--text/--chats``, ``conformance.core.fixtures``), every report path again against
+every file the run reads (a sibling ``NAME.gguf``, the artifact, a blob), and which selected backends
 cannot run (library absent, or no file for them; looked up, not imported): a ``--require``d one
 that cannot run stops the run here, INCOMPLETE (exit 4), within seconds.
 
@@ -23,8 +24,10 @@ from conformance.backends import REGISTRY, check_selection, shared_reference, un
 from conformance.core.errors import UsageError
 from conformance.core.fixtures import FixtureSet
 from conformance.core.hub import Target, resolve_target
-from conformance.core.layout import Exports, refuse_outputs_inside, require_any_export
+from conformance.core.layout import Exports, require_any_export
+from conformance.core.outputs import check_outputs
 from conformance.validate import Validated, validate_directory
+from conformance.validate.template import template_refusal
 from stacktok_export import StackTokenizer
 from stacktok_export.bpe import shipped_artifact_path
 
@@ -54,19 +57,6 @@ def outputs(args: argparse.Namespace) -> dict[str, Path | None]:
     return {"--json": args.json, "--junit": args.junit, "--markdown": args.markdown, "--html": args.html}
 
 
-def check_outputs(directory: Path, paths: dict[str, Path | None]) -> None:
-    """Each report path, in flag order: outside DIR, not a directory, its directory exists."""
-    for flag, p in paths.items():
-        if p is None:
-            continue
-        refuse_outputs_inside(directory, {flag: p}, tool="gate")
-        full = p.resolve()
-        if full.is_dir():
-            raise UsageError(f"{flag} {p} is a directory; give a file path such as {p / 'gate-report'}")
-        if not full.parent.is_dir():
-            raise UsageError(f"{flag} {p}: directory {full.parent} does not exist; create it first")
-
-
 def refuse_empty_snapshot(target: Target, exports: Exports) -> None:
     """A Hub snapshot with nothing the gate reads names the repo and commit (never a bare path)."""
     if exports.hf_dir is None and exports.tiktoken is None and exports.gguf is None:
@@ -92,7 +82,7 @@ def plan(args: argparse.Namespace) -> Plan:
             f"{directory} is not a directory; pass the checkpoint or tokenizer directory "
             "or a Hub id org/name[@revision]"
         )
-    check_outputs(directory, outputs(args))
+    check_outputs(directory, outputs(args), tool="gate")  # in seconds, before anything is read
     artifact = args.artifact or shipped_artifact_path()
     ref = shared_reference(artifact)  # the one the runner and the adapters use: loaded once
     exports = Exports.discover(directory, artifact=artifact)
@@ -106,6 +96,11 @@ def plan(args: argparse.Namespace) -> Plan:
     )
     if not fixtures.probes and not fixtures.chats:
         raise UsageError("no probes to run: drop --only-user-data or pass --probes/--text/--chats")
+    reads = [exports.tiktoken, exports.gguf, artifact, *args.probes, *args.text, *args.chats]
+    reads += [f.path for f in files.hf.values()]  # a Hub snapshot's files are blobs: resolved there
+    check_outputs(directory, outputs(args), reads=reads, tool="gate")
+    # a template that ran out of its budget in validation's render: no engine is asked to render it
+    fixtures = replace(fixtures, refused_template=template_refusal(files))
     unavailable = unavailable_backends(backends, exports, required=args.require)
     return Plan(
         artifact=artifact,

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from conformance.core.rows import Row
 from conformance.report.failures import WORDS, detail_lines, failures_first, status_word, summary
+from stacktok_export.util.untrusted import escape
 
 #: the result column's word per status (a pass with declared divergences reads ``DECLARED``)
 MARK = WORDS
@@ -38,7 +39,10 @@ def render_table(rows: Sequence[Row], *, limit: int = MAX_WINDOWS) -> str:
     shown = 0
     for r in failures_first(rows):
         detail = f"{r.message} -> {r.fix}" if r.fix and r.status not in ("pass", "skip") else r.message
-        lines.append(f"{r.check:{width}s}  {r.backend:20s} {status_word(r):8s}  {detail}")
+        # one line per row: a control character from a checkpoint (a file name) cannot forge another
+        lines.append(
+            f"{r.check:{width}s}  {r.backend:20s} {status_word(r):8s}  {escape(detail, limit=1 << 16)}"
+        )
         if r.status == "fail" and r.window and shown < limit:
             shown += 1
             lines += [INDENT + line for line in detail_lines(r.window)]

@@ -1,7 +1,9 @@
 """Strict reading: a file's bytes, UTF-8 text and JSON value, each failure naming where.
 
 - :func:`read_bytes`: the bytes, or "cannot be read" with the OS reason (a dangling symlink, a
-  directory, a git-lfs pointer or an empty file named as such: ``conformance.validate.download``);
+  directory, a git-lfs pointer or an empty file named as such: ``conformance.validate.download``;
+  a link out of the checkpoint, a FIFO or device, a file over its size limit:
+  ``stacktok_export.util.untrusted``);
 - :func:`decode_utf8`: UTF-8 text, or the first bad byte with its offset and line;
 - :func:`parse_json`: the JSON value of bytes already read, or the line and column of a syntax
   error (or where a truncated file ends), the key that appears twice in one object, or the
@@ -14,19 +16,25 @@ Out of scope: what the JSON must hold (``tokenizer_json``, ``configs``); JSONL u
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from conformance.validate.common import fail
 from conformance.validate.download import refuse_placeholder, unreadable
+from stacktok_export.util import limits
+from stacktok_export.util.untrusted import read_untrusted
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's bytes; a dangling symlink, a directory, a git-lfs pointer or an empty file fails."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        unreadable(path, exc)
+def read_bytes(path: Path, *, roots: Sequence[Path] = (), limit: int | None = None) -> bytes:
+    """The file's bytes; a dangling symlink, a directory, a git-lfs pointer or an empty file fails,
+    and so does a symlink out of ``roots``, a FIFO or device, or a file over ``limit`` bytes
+    (default: the limit for a configuration file) -- refused before it is opened
+    (``stacktok_export.util.untrusted``)."""
+    name = Path(path)
+    if name.is_dir() or (name.is_symlink() and not name.exists()):
+        unreadable(path, OSError("not a file"))
+    data = read_untrusted(path, roots=roots, limit=limits.current().config_json if limit is None else limit)
     refuse_placeholder(path, data)
     return data
 

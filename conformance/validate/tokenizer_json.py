@@ -17,6 +17,7 @@ from typing import Any
 
 from conformance.validate.common import U32_MAX, fail, is_int, need_object, show, unknown_keys
 from conformance.validate.tokens import check_token_entry
+from stacktok_export.util import limits
 
 BPE_KEYS = (
     "type",
@@ -79,6 +80,14 @@ def _check_vocab(path: Path, model: dict[str, Any]) -> dict[str, int]:
     if "vocab" not in model:
         fail(path, "model.vocab", "is missing", "add the vocab object {token: id}")
     vocab = need_object(path, "model.vocab", model["vocab"], "write the vocab as {token: id}")
+    most = limits.current().vocab_entries
+    if len(vocab) > most:
+        fail(
+            path,
+            "model.vocab",
+            f"holds {len(vocab):,} tokens, over the limit of {most:,} (real vocabularies: up to ~262k)",
+            "if this is a real vocabulary, raise the limit with --max-file-mb",
+        )
     owner: dict[int, str] = {}
     for token, token_id in vocab.items():
         if not is_int(token_id) or not 0 <= token_id <= U32_MAX:

@@ -23,6 +23,7 @@ from typing import Any
 from conformance.backends import dist_version
 from conformance.validate.common import fail, first_line
 from conformance.validate.jsonfile import decode_utf8, read_bytes
+from stacktok_export.util import limits
 
 LOAD_TIMEOUT_S = 120.0
 NOT_LOADED = (
@@ -56,6 +57,17 @@ def tokenizers_installed() -> bool:
     return importlib.util.find_spec("tokenizers") is not None
 
 
+#: the address space the loading child may map (tokenizers on the largest real tokenizer.json, 33 MB,
+#: maps well under 1 GiB; a bomb hits this and is reported as a crash, not an exhausted runner)
+LOAD_MEMORY = 3 << 30
+
+
+def _cap_memory() -> None:  # in the child, before exec
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (LOAD_MEMORY, LOAD_MEMORY))
+
+
 def load_with_tokenizers(path: Path, *, text: str | None = None) -> bool:
     """``Tokenizer.from_str`` on ``text`` (default: the file at ``path``, read here) in a child.
 
@@ -65,7 +77,7 @@ def load_with_tokenizers(path: Path, *, text: str | None = None) -> bool:
     if not tokenizers_installed():
         return False
     if text is None:
-        text = decode_utf8(path, read_bytes(path))
+        text = decode_utf8(path, read_bytes(path, limit=limits.current().tokenizer_json))
     env = dict(os.environ, RUST_BACKTRACE="0")
     cmd = [sys.executable, "-c", _LOAD_SCRIPT]
     try:
@@ -77,6 +89,7 @@ def load_with_tokenizers(path: Path, *, text: str | None = None) -> bool:
             errors="replace",
             timeout=LOAD_TIMEOUT_S,
             env=env,
+            preexec_fn=_cap_memory,
         )
     except subprocess.TimeoutExpired:
         fail(path, "file", f"tokenizers did not load it within {LOAD_TIMEOUT_S:.0f} s", "check its size")
