@@ -13,6 +13,7 @@ a usage error (exit 2).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,8 @@ from conformance.core.errors import UsageError
 from conformance.core.expect import OURS, is_ours, ordinary_bytes
 from stacktok_export import ArtifactError, StackTokenizer
 from stacktok_export.textbook import MergeListBPE
+from stacktok_export.util import limits
+from stacktok_export.util.untrusted import UntrustedFileError, read_untrusted
 
 
 @dataclass
@@ -49,14 +52,17 @@ class Vocab:
 
 def read_json(path: Path, what: str) -> Any:
     """``path`` parsed as JSON; a missing, unreadable or malformed file is a usage error."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such {what}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read {what} ({exc})") from None
+    if not os.path.lexists(path):
+        raise UsageError(f"{path}: no such {what}")
+    try:  # a regular file of its own folder, bounded: the audit reads untrusted checkpoints too
+        raw = read_untrusted(path, limit=limits.current().tokenizer_json, roots=(Path(path).parent,))
+        return json.loads(raw.decode("utf-8"))
+    except (UntrustedFileError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {what}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from None
+    except (RecursionError, ValueError) as exc:  # nested too deeply; an integer of over 4,300 digits
+        raise UsageError(f"{path}: unreadable JSON ({str(exc)[:120]}); fix or replace the file") from None
 
 
 def artifact_merge_problems(merges: Any) -> list[str]:

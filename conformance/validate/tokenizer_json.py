@@ -85,7 +85,7 @@ def _check_vocab(path: Path, model: dict[str, Any]) -> dict[str, int]:
         fail(
             path,
             "model.vocab",
-            f"holds {len(vocab):,} tokens, over the limit of {most:,} (real vocabularies: up to ~262k)",
+            f"holds {len(vocab):,} tokens, over the limit of {most:,} (real vocabularies: up to ~900k)",
             "if this is a real vocabulary, raise the limit with --max-file-mb",
         )
     owner: dict[int, str] = {}

@@ -12,7 +12,7 @@ chat templates         1 MiB       the 69 templates in llama.cpp's ``models/temp
 ``.tiktoken``          64 MiB      o200k_base 3.6 MB, cl100k_base 1.7 MB
 SentencePiece model    64 MiB      Gemma 3 ``tokenizer.model`` 4.7 MB
 ``--text``/``--probes``/``--chats``  256 MiB   (user data)
-a vocabulary           4,194,304 entries       Gemma 3 262,144
+a vocabulary           2,097,152 entries       XLM-V 901,629; Gemma 3 262,144
 one line of a corpus   64 MiB      (``stacktok pack``: a longer JSONL line or document is refused)
 =====================  ==========  =====================================================
 
@@ -40,7 +40,7 @@ class Limits:
     tiktoken: int = 64 * MiB
     sentencepiece: int = 64 * MiB
     user_file: int = 256 * MiB
-    vocab_entries: int = 1 << 22
+    vocab_entries: int = 1 << 21
     corpus_line: int = 64 * MiB
 
     def raised_to(self, mb: float) -> Limits:
