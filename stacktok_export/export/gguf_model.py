@@ -20,7 +20,7 @@ export``), embedding or ``output.weight`` rows fewer than the tokenizer's ids, s
 GGUFs, ``out`` equal to the input.
 
 Out of scope: converting weights (any converter does that: ``convert_hf_to_gguf.py``,
-see README "Shipping a GGUF"), quantizing, split (multi-file) GGUFs, architectures
+see docs/exports.md, "Shipping a GGUF"), quantizing, split (multi-file) GGUFs, architectures
 whose embedding tensor is not ``token_embd.weight``.
 """
 

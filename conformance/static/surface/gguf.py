@@ -173,7 +173,7 @@ def gguf_fix(path: Path | None, *, model: bool) -> str:
     if model:
         return (
             f"put the artifact's tokenizer into the model: `stacktok retokenize {name} --out NEW.gguf` "
-            "(README: Shipping a GGUF)"
+            "(docs/exports.md: Shipping a GGUF)"
         )
     return f"rebuild {name} with `stacktok export`"
 
