@@ -7,6 +7,11 @@ same keys where the formats share an idea -- ``format``, ``vocab_size``, ``speci
 *claims*; a label, not a proof -- ``stacktok gate`` decides). A ``.tiktoken`` file holds only
 ranks, so it reports their count and the largest rank.
 
+Files are read as untrusted input (``stacktok_export.util``): bounded by their kind's size limit,
+files inside a directory only when they are its own (no link out of it), a GGUF header checked
+against its file's size before gguf-py builds anything (``stacktok_export.gguf_header``); any
+refusal or malformed file is a usage error (exit 2) naming the file.
+
 Out of scope: whether any of this is right (``stacktok gate``), the artifact's own view
 (``stacktok_cli.tokens.info_dict``).
 """
@@ -16,31 +21,50 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from conformance.core.errors import UsageError
 from conformance.core.layout import gguf_fields
 from stacktok_export.export.hf import FINGERPRINT_KEY
+from stacktok_export.gguf_header import GGUFHeaderError
+from stacktok_export.importers.common import folder_roots
+from stacktok_export.util.limits import current
+from stacktok_export.util.untrusted import UntrustedFileError, read_untrusted
 
 
 def describe(path: Path) -> dict[str, Any] | None:
-    """The description of ``path`` by its kind; ``None`` for an artifact (the caller loads it)."""
-    if path.is_dir():
-        return describe_hf(path)
-    if path.suffix in (".gguf", ".tiktoken") and not path.is_file():
+    """The description of ``path`` by its kind; ``None`` for an artifact (the caller loads it).
+
+    A field of an unexpected type (an id that is a string, a list where an object belongs) is a
+    usage error naming the file, whatever the reader trips on."""
+    if path.suffix in (".gguf", ".tiktoken") and not path.is_dir() and not path.exists():
         raise UsageError(f"{path}: no such file")
-    if path.suffix == ".gguf":
-        return describe_gguf(path)
-    if path.suffix == ".tiktoken":
-        return describe_tiktoken(path)
-    return None
-
-
-def _json(path: Path) -> Any:
+    kind = describe_hf if path.is_dir() else _READERS.get(path.suffix)
+    if kind is None:
+        return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return kind(path)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError, RecursionError) as exc:
+        what = str(exc).splitlines()[0][:120] if str(exc) else ""
+        why = f"malformed ({type(exc).__name__}: {what})"
+        raise UsageError(f"{path}: {why}; is it a whole, unmodified file of its kind?") from None
+
+
+def _read(path: Path, *, limit: int, roots: Sequence[Path] = ()) -> bytes:
+    try:
+        return read_untrusted(path, limit=limit, roots=roots)
+    except UntrustedFileError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _json(path: Path, *, limit: int, roots: Sequence[Path]) -> Any:
+    try:
+        return json.loads(_read(path, limit=limit, roots=roots).decode("utf-8"))
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deep to read; pass a Hugging Face directory") from None
+    except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError(
             f"{path}: not readable JSON ({exc}); pass a Hugging Face tokenizer directory"
         ) from None
@@ -63,12 +87,16 @@ def describe_hf(directory: Path) -> dict[str, Any]:
     tj = directory / "tokenizer.json"
     if not tj.is_file():
         raise UsageError(f"{directory} has no tokenizer.json; pass a Hugging Face tokenizer directory")
-    data = _json(tj)
+    roots, limits = folder_roots(directory), current()
+    data = _object(tj, _json(tj, limit=limits.tokenizer_json, roots=roots))
     config_path = directory / "tokenizer_config.json"
-    config = _json(config_path) if config_path.is_file() else {}
+    config = _json(config_path, limit=limits.config_json, roots=roots) if config_path.is_file() else {}
+    config = _object(config_path, config)
     model = data.get("model") or {}
-    added = [t for t in data.get("added_tokens") or [] if isinstance(t, dict)]
-    ids = [int(i) for i in (model.get("vocab") or {}).values()] + [int(t["id"]) for t in added]
+    model = model if isinstance(model, dict) else {}
+    vocab = model.get("vocab") if isinstance(model.get("vocab"), dict) else {}
+    added = [t for t in data.get("added_tokens") or [] if isinstance(t, dict) and _is_id(t.get("id"))]
+    ids = [i for i in vocab.values() if _is_id(i)] + [t["id"] for t in added]
     template = config.get("chat_template") or (directory / "chat_template.jinja").is_file()
     return {
         "format": "huggingface",
@@ -89,6 +117,17 @@ def describe_hf(directory: Path) -> dict[str, Any]:
     }
 
 
+def _object(path: Path, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        kind = type(value).__name__
+        raise UsageError(f"{path}: a JSON {kind}, not an object; pass a Hugging Face directory")
+    return value
+
+
+def _is_id(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
 def _content(token: Any) -> str | None:
     return token.get("content") if isinstance(token, dict) else token
 
@@ -103,6 +142,8 @@ def describe_gguf(path: Path) -> dict[str, Any]:
         fields = gguf_fields(path)
     except ImportError:
         raise UsageError(f"{path}: reading a GGUF needs gguf-py: pip install 'stacktok[gguf]'") from None
+    except (GGUFHeaderError, UntrustedFileError) as exc:  # the message names the file and the key
+        raise UsageError(str(exc)) from None
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: not a readable GGUF ({exc})") from None
 
@@ -137,10 +178,7 @@ def describe_gguf(path: Path) -> dict[str, Any]:
 def describe_tiktoken(path: Path) -> dict[str, Any]:
     """A ``.tiktoken`` rank file: ``base64(token) rank`` per line; the count and the largest rank."""
     ranks: list[int] = []
-    try:
-        lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
+    lines = _read(path, limit=current().tiktoken).splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -174,3 +212,6 @@ def describe_lines(info: dict[str, Any]) -> list[str]:
         else:
             lines.append(f"{key:<18}{value}")
     return lines
+
+
+_READERS = {".gguf": describe_gguf, ".tiktoken": describe_tiktoken}

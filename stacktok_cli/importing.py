@@ -8,6 +8,11 @@ Anything else -- a SentencePiece / WordPiece / Unigram model, a normalizer, anot
 pre-tokenizer, a GGUF pre type with no known regex -- exits 2 with one line naming the file
 and the component. Prints one summary line (format, ids, fingerprint).
 
+SOURCE is untrusted input: every file is read within the limits of
+``stacktok_export.util.limits`` (a ``.tiktoken``, ``tokenizer.json``, a vocabulary's entries...),
+which ``--max-file-mb MB`` raises; a malformed file of any kind exits 2 naming the file and the
+field, never 3.
+
 Out of scope: the readers (``stacktok_export.importers``), exports of the result
 (``stacktok export --artifact A.json``).
 """
@@ -19,6 +24,7 @@ from pathlib import Path
 
 from conformance.core.errors import UsageError
 from stacktok_cli.args import check_out_file
+from stacktok_export.util import limits
 
 HELP = "import a byte-level BPE (tokenizer.json, GGUF, .tiktoken, minbpe, seed 004) as an artifact"
 
@@ -39,12 +45,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=".tiktoken only: a special token and its id (repeatable)",
     )
     p.add_argument("--name", default=None, help="the artifact's name (default: from the source)")
+    limits.add_flag(p)
 
 
 def parse_special(text: str) -> tuple[str, int]:
     """``"<|endoftext|>=100257"`` -> ``("<|endoftext|>", 100257)`` (split at the last ``=``)."""
     token, sep, number = text.rpartition("=")
-    if not sep or not token or not number.isdigit():
+    if not sep or not token or not (number.isascii() and number.isdigit() and len(number) <= 10):
         raise UsageError(f"--special {text!r}: expected TOKEN=ID, e.g. --special '<|endoftext|>=100257'")
     return token, int(number)
 
@@ -56,7 +63,8 @@ def main(args: argparse.Namespace) -> int:
     check_out_file(out, flag="--out")
     specials = [parse_special(s) for s in args.special]
     try:
-        tok = import_tokenizer(args.source, pattern=args.pattern, specials=specials, name=args.name)
+        with limits.from_flag(args.max_file_mb):
+            tok = import_tokenizer(args.source, pattern=args.pattern, specials=specials, name=args.name)
     except ImportRefused as exc:
         raise UsageError(f"cannot import: {exc}") from None
     tok.save(out)

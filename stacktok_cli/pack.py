@@ -7,18 +7,28 @@ numpy, so nothing of it is imported until the command runs (``stacktok --help`` 
 a missing numpy is a usage error naming the extra to install). Exit 1 when the fast encoder
 differed from the reference.
 
+Inputs are read streaming with a bounded amount held per document: a document (a whole file
+under ``--text-docs file``, a paragraph, a line, a JSON Lines record, a Parquet value) over
+``limits.current().corpus_line`` (64 MiB) is refused (exit 2) naming the file and line;
+``--max-file-mb MB`` raises that limit (and every other input limit,
+``stacktok_export.util.limits``); it travels to the workers in ``CorpusOptions.max_document``.
+A compressed input is never decompressed whole, so a zstd bomb is refused at its first
+over-long document or streamed.
+
 Out of scope: the logic (``stacktok_export.pack``: ``pipeline``, ``reader``).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from conformance.core.errors import UsageError
 from stacktok_cli.args import ARTIFACT_HELP, add_corpus_arguments, corpus_options, input_paths
 from stacktok_cli.sigterm import sigterm_as_exit
 from stacktok_export.corpus import CorpusError
+from stacktok_export.util import limits
 
 HELP = "encode a corpus into verified token shards (resumable, local or on a Ray cluster)"
 
@@ -63,10 +73,18 @@ def add_arguments(k: argparse.ArgumentParser) -> None:
         action="store_true",
         help="stacktok pack --check DIR: re-hash every shard, re-encode a sample",
     )
+    limits.add_flag(
+        k, what="the longest document (a line, a JSONL record, a whole file) and every input limit"
+    )
     k.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def main(args: argparse.Namespace) -> int:
+    with limits.from_flag(args.max_file_mb):
+        return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         from stacktok_export.pack import EngineError, PackError, PackMismatch, PackOptions, check_pack, pack
     except ImportError as exc:
@@ -82,8 +100,10 @@ def main(args: argparse.Namespace) -> int:
             )
         if not args.out:
             raise UsageError("--out DIR is required: the directory to write the shards into")
+        # the limit travels with the options: spawned and Ray workers read with it too
+        corpus = dataclasses.replace(corpus_options(args), max_document=limits.current().corpus_line)
         options = PackOptions(
-            corpus=corpus_options(args),
+            corpus=corpus,
             shard_tokens=args.shard_tokens,
             part_bytes=args.part_bytes,
             fmt=args.format,

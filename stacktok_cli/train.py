@@ -20,6 +20,7 @@ from stacktok_cli.args import add_corpus_arguments, check_out_file, check_worker
 from stacktok_export.artifact import MAX_VOCAB
 from stacktok_export.bpe import SPECIAL_TOKENS, VOCAB_SIZE, StackTokenizer
 from stacktok_export.corpus import CorpusError, training_texts
+from stacktok_export.util import limits
 
 HELP = "train a tokenizer artifact from text files"
 
@@ -39,9 +40,15 @@ def add_arguments(t: argparse.ArgumentParser) -> None:
     )
     t.add_argument("--quiet", action="store_true", help="no progress bar (default: show progress)")
     add_corpus_arguments(t)
+    limits.add_flag(t, what="the longest document (a line, a JSONL record, a whole file)")
 
 
 def main(args: argparse.Namespace) -> int:
+    with limits.from_flag(args.max_file_mb):
+        return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     if not 256 + len(SPECIAL_TOKENS) <= args.vocab_size <= MAX_VOCAB:
         raise UsageError(
             f"--vocab-size must be at least {256 + len(SPECIAL_TOKENS)} and at most {MAX_VOCAB} "

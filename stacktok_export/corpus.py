@@ -6,8 +6,7 @@ input, read as text). The kind follows the name: ``*.jsonl`` / ``*.jsonl.gz`` /
 ``*.parquet`` is Parquet (the document is the string column ``column``, read in
 record batches with pyarrow), anything else is UTF-8 text; a ``.gz`` name is
 gzip, a ``.zst`` name is Zstandard (streamed by the ``zstandard`` package).
-Text files hold one document each (``text_docs="file"``, at most
-:data:`MAX_DOCUMENT_BYTES`), one per run of lines separated by blank lines
+Text files hold one document each (``text_docs="file"``), one per run of lines separated by blank lines
 (``"paragraph"``: a line of spaces and tabs only separates; the separator and
 the last line ending of a document are not part of it), or one per line
 (``"line"``: its line ending is not part of it; an empty line is an empty document).
@@ -16,7 +15,12 @@ Bytes are decoded here, never by ``open()``: line endings are kept as they are
 (CRLF stays CRLF). Invalid UTF-8 (and, in JSON, an escaped lone surrogate) stops
 the read with the file and byte offset (``errors="strict"``), or becomes U+FFFD
 (``"replace"``) or drops the document (``"skip"``); :class:`ReadStats` counts
-what was done. Files are streamed in 8 MiB blocks; one document is held whole.
+what was done. Files are streamed in 8 MiB blocks; one document is held whole, so a document
+(a whole file, a paragraph, a line, a JSONL line, a Parquet value) over
+:meth:`CorpusOptions.document_limit` (``limits.current().corpus_line``, 64 MiB; ``--max-file-mb``
+raises it) is refused naming its file and line as soon as it passes the limit, and JSON the
+parser cannot take (nesting past the recursion limit, an integer of 5,000 digits) is a
+:class:`CorpusError` naming the line, never an internal error.
 A :class:`~.corpus_io.Span` reads a piece of an input (bytes between document boundaries,
 or Parquet row groups) numbered as in the whole input: pieces give one read's documents.
 
@@ -37,12 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from . import corpus_io
-from .corpus_io import WHOLE, CorpusError, Span
+from .corpus_io import WHOLE, CorpusError, Span, too_long
+from .util.limits import current
 
 BLOCK = 8 << 20
 ERRORS = ("strict", "replace", "skip")
 TEXT_DOCS = ("file", "paragraph", "line")
-MAX_DOCUMENT_BYTES = 1 << 30  # a whole-file document over this is refused (memory)
+MAX_DOCUMENT_BYTES = 1 << 30  # a document over this is refused whatever the limits say (memory)
 _PARAGRAPH_BREAK = re.compile(rb"\r?\n(?:[ \t]*\r?\n)+")
 PARAGRAPH_BREAK = _PARAGRAPH_BREAK  # what separates paragraphs (the packer cuts files at one)
 _BLANKS = re.compile(rb"[ \t\r]*")
@@ -57,12 +62,21 @@ class CorpusOptions:
     field: str = "text"
     column: str = "text"
     errors: str = "strict"
+    #: bytes one document may hold (``None``: ``limits.current().corpus_line`` where it is read);
+    #: refusing never changes a document, so packs do not record it
+    max_document: int | None = None
 
     def __post_init__(self) -> None:
         if self.text_docs not in TEXT_DOCS:
             raise CorpusError(f"text_docs must be one of {TEXT_DOCS}, got {self.text_docs!r}")
         if self.errors not in ERRORS:
             raise CorpusError(f"errors must be one of {ERRORS}, got {self.errors!r}")
+        if self.max_document is not None and self.max_document < 1:
+            raise CorpusError(f"max_document must be at least 1 byte, got {self.max_document}")
+
+    def document_limit(self) -> int:
+        """The most bytes one document may hold (at most :data:`MAX_DOCUMENT_BYTES`)."""
+        return min(self.max_document or current().corpus_line, MAX_DOCUMENT_BYTES)
 
 
 @dataclass
@@ -178,16 +192,10 @@ def decode(data: bytes, *, errors: str, where: str, offset: int) -> tuple[str | 
         )
     if errors == "skip":
         return None, 0
-    parts: list[str] = []
-    pos = replaced = 0
-    while True:
-        try:
-            parts.append(data[pos:].decode("utf-8"))
-            return "".join(parts), replaced
-        except UnicodeDecodeError as exc:
-            parts.append(data[pos : pos + exc.start].decode("utf-8") + "\ufffd")
-            replaced += 1
-            pos += exc.end
+    # one U+FFFD per invalid sequence, besides those the data spells (EF BF BD is always a whole
+    # sequence: never part of an invalid one); one pass, where a retry per error was quadratic
+    text = data.decode("utf-8", errors="replace")
+    return text, text.count("\ufffd") - data.count(b"\xef\xbf\xbd")
 
 
 def _no_surrogates(text: str, *, errors: str, where: str, escaped: bool = True) -> tuple[str | None, int]:
@@ -220,16 +228,20 @@ def _text_file(path: str, opts: CorpusOptions, cur: _Cursor, span: Span) -> Iter
         yield _whole_file(path, opts, cur)
         return
     carry, start, number = b"", span.start, span.number  # carry begins at byte ``start`` of the file
+    limit, resume = opts.document_limit(), 0  # no break ends in the new block before ``resume``
     for block in chain(_span_blocks(path, span), [None]):
         carry += block or b""
         last = 0
-        for m in _PARAGRAPH_BREAK.finditer(carry):
+        for m in _PARAGRAPH_BREAK.finditer(carry, resume):
             if block is not None and m.end() + len(_BLANKS.match(carry, m.end())[0]) == len(carry):
                 break  # the separator may go on in the next block
             number += 1
             yield from _paragraph(carry[last : m.start()], path, number, start + last, opts, cur)
             last = m.end()
         carry, start = carry[last:], start + last
+        if len(carry) > limit:  # the paragraph going on into the next block
+            raise too_long(f"{path}: paragraph {number + 1} (byte {start})", len(carry), limit)
+        resume = len(carry.rstrip(b" \t\r\n"))  # a break is blanks only: it starts in the tail
     tail = re.sub(rb"\r?\n\Z", b"", carry)
     if tail.strip(b" \t\r\n"):
         number += 1
@@ -237,13 +249,14 @@ def _text_file(path: str, opts: CorpusOptions, cur: _Cursor, span: Span) -> Iter
 
 
 def _whole_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Document:
-    parts, size = [], 0
+    parts, size, limit = [], 0, opts.document_limit()
     for block in _blocks(path):
         size += len(block)
-        if size > MAX_DOCUMENT_BYTES:
+        if size > limit:
             raise CorpusError(
-                f"{path}: over {MAX_DOCUMENT_BYTES:,} bytes as one document (--text-docs file holds a "
-                "document whole in memory); split it, or use --text-docs paragraph|line"
+                f"{path}: over {limit:,} bytes as one document (--text-docs file holds a document "
+                "whole in memory); split it, use --text-docs paragraph|line, or raise the limit with "
+                "--max-file-mb"
             )
         parts.append(block)
     data = b"".join(parts)
@@ -253,7 +266,7 @@ def _whole_file(path: str, opts: CorpusOptions, cur: _Cursor) -> Document:
 
 def _lines(path: str, opts: CorpusOptions, cur: _Cursor, span: Span) -> Iterator[Document]:
     """One document per line, its ``\\n`` (and a ``\\r`` before it) not part of it."""
-    for lineno, pos, line in split_lines(path, span):
+    for lineno, pos, line in split_lines(path, span, limit=opts.document_limit()):
         yield _line_doc(line.removesuffix(b"\r"), f"{path}:{lineno}", pos, opts, cur)
 
 
@@ -270,24 +283,18 @@ def _paragraph(
     yield cur.doc(text, where, replaced, start + len(piece))
 
 
-def split_lines(path: str, span: Span = WHOLE) -> Iterator[tuple[int, int, bytes]]:
+def split_lines(
+    path: str, span: Span = WHOLE, *, limit: int | None = None
+) -> Iterator[tuple[int, int, bytes]]:
     """``(line number, byte offset, line without its \\n)`` per line; a last line without
-    ``\\n`` counts. Each block is split once (a long line does not re-split what it carries)."""
-    carry, lineno, pos = b"", span.line, span.start
-    for block in _span_blocks(path, span):
-        parts = block.split(b"\n")
-        parts[0] = carry + parts[0]
-        carry = parts.pop()
-        for line in parts:
-            lineno += 1
-            yield lineno, pos, line
-            pos += len(line) + 1
-    if carry:
-        yield lineno + 1, pos, carry
+    ``\\n`` counts; a line over ``limit`` bytes (default ``limits.current().corpus_line``) is
+    refused as it grows (:func:`~.corpus_io.lines`)."""
+    limit = current().corpus_line if limit is None else limit
+    return corpus_io.lines(_span_blocks(path, span), path=path, limit=limit, line=span.line, start=span.start)
 
 
 def _jsonl_file(path: str, opts: CorpusOptions, cur: _Cursor, span: Span) -> Iterator[Document]:
-    for lineno, pos, line in split_lines(path, span):
+    for lineno, pos, line in split_lines(path, span, limit=opts.document_limit()):
         if line.strip():
             text, replaced = _json_record(line, f"{path}:{lineno}", pos, opts)
             yield cur.doc(text, f"{path}:{lineno}", replaced, pos + len(line) + 1)
@@ -303,6 +310,9 @@ def _json_record(line: bytes, where: str, pos: int, opts: CorpusOptions) -> tupl
         raise CorpusError(
             f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); fix the line"
         ) from None
+    except (ValueError, RecursionError) as exc:  # an integer of 5,000 digits; nesting too deep
+        what = "nested too deep" if isinstance(exc, RecursionError) else str(exc).split(";")[0][:100]
+        raise CorpusError(f"{where}: JSON Python cannot read ({what}); fix or drop the line") from None
     if not isinstance(record, dict):
         raise CorpusError(f"{where}: a JSON Lines record must be an object, got {type(record).__name__}")
     if opts.field not in record:
@@ -340,6 +350,7 @@ def _parquet_file(path: str, opts: CorpusOptions, cur: _Cursor, span: Span) -> I
             f"{path}: column {opts.column!r} is {kind}, not a string column; choose a text column"
         )
     size, rows, row = Path(path).stat().st_size, max(pf.metadata.num_rows, 1), span.number
+    limit = opts.document_limit()
     groups = range(span.start, pf.num_row_groups if span.end is None else span.end)
     for batch in pf.iter_batches(columns=[opts.column], batch_size=1024, row_groups=groups):
         for value in batch.column(0).to_pylist():
@@ -347,6 +358,8 @@ def _parquet_file(path: str, opts: CorpusOptions, cur: _Cursor, span: Span) -> I
             where = f"{path}: row {row}"
             if value is None:
                 raise CorpusError(f"{where}: column {opts.column!r} is null; filter null rows out")
+            if len(value) > limit:  # characters: at least as many bytes
+                raise too_long(where, len(value), limit)
             text, replaced = _no_surrogates(value, errors=opts.errors, where=where)
             yield cur.doc(text, where, replaced, size * row // rows)
 

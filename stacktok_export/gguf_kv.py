@@ -12,6 +12,11 @@ type name)}`` with its ``GGUF.*`` pseudo-fields, tensor shapes), for the gate: i
 ordinary well-formed file itself and hands every other file to ``GGUFReader``, so a file the
 library refuses is refused with the library's words and an odd one is read the library's way.
 
+Every read goes through :class:`~stacktok_export.gguf_header.Cursor`, which checks each declared
+count and length against the file before anything is built, and the library is handed only a
+file :func:`~stacktok_export.gguf_header.scan` has walked whole (``GGUFReader`` checks nothing
+first: a 2**40-element array declared in 200 bytes takes it hours and gigabytes).
+
 Out of scope: tensor data; big-endian files and GGUF v1 (:func:`read_kv` refuses them as
 :class:`GGUFFormatError`, :func:`read_fields` hands them to ``GGUFReader``).
 """
@@ -19,98 +24,86 @@ Out of scope: tensor data; big-endian files and GGUF v1 (:func:`read_kv` refuses
 from __future__ import annotations
 
 import hashlib
-import mmap
 import os
 import struct
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-_SCALARS = {
-    0: "<B",
-    1: "<b",
-    2: "<H",
-    3: "<h",
-    4: "<I",
-    5: "<i",
-    6: "<f",
-    7: "<?",
-    10: "<Q",
-    11: "<q",
-    12: "<d",
-}
-_STRING, _ARRAY = 8, 9
+from .gguf_header import (
+    ARRAY,
+    SCALARS,
+    STRING,
+    TYPE_NAMES,
+    Cursor,
+    GGUFHeaderError,
+    byte_order,
+    counts,
+    mapped,
+    scan,
+    tensor_count_fits,
+    tensor_info,
+)
+
+_SCALARS = {t: "<" + code for t, code in SCALARS.items()}
+_STRING, _ARRAY = STRING, ARRAY
 
 
 class GGUFFormatError(ValueError):
     """The file is not a GGUF header this reader knows (the message says what)."""
 
 
-class _Cursor:
-    def __init__(self, buf: Any) -> None:
-        self.buf, self.pos = buf, 0
-
-    def take(self, fmt: str) -> Any:
-        (value,) = struct.unpack_from(fmt, self.buf, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return value
-
-    def string(self) -> bytes:
-        n = self.take("<Q")
-        start, self.pos = self.pos, self.pos + n
-        if self.pos > len(self.buf):
-            raise GGUFFormatError(f"a string of {n} bytes runs past the end of the file")
-        return bytes(self.buf[start : self.pos])
-
-    def value(self, vtype: int) -> Any:
-        if vtype == _STRING:
-            return self.string()
-        if vtype == _ARRAY:
-            itype, count = self.take("<I"), self.take("<Q")
-            if itype == _STRING:
-                return [self.string() for _ in range(count)]
-            if itype in _SCALARS:
-                dt = np.dtype(_SCALARS[itype])
-                arr = np.frombuffer(self.buf, dtype=dt, count=count, offset=self.pos).copy()
-                self.pos += dt.itemsize * count
-                return arr
-            return [self.value(itype) for _ in range(count)]
-        if vtype not in _SCALARS:
-            raise GGUFFormatError(f"unknown value type {vtype}")
-        return self.take(_SCALARS[vtype])
+def _value(cur: Cursor, vtype: int, where: str, depth: int = 0) -> Any:
+    if vtype == _STRING:
+        return cur.string(where)
+    if vtype == _ARRAY:
+        itype, count = cur.array_head(where, depth)
+        if itype == _STRING:
+            return [cur.string(where) for _ in range(count)]
+        if itype in _SCALARS:
+            dt = np.dtype(_SCALARS[itype])
+            arr = np.frombuffer(cur.buf, dtype=dt, count=count, offset=cur.pos).copy()
+            cur.pos += dt.itemsize * count
+            return arr
+        return [_value(cur, itype, where, depth + 1) for _ in range(count)]
+    if vtype not in _SCALARS:
+        raise GGUFFormatError(f"unknown value type {vtype}")
+    return cur.take(SCALARS[vtype], where)
 
 
-def _header(buf: Any) -> tuple[_Cursor, int, int, int]:
-    """A cursor past the fixed header, and its version, tensor count and key count."""
-    if buf[:4] != b"GGUF":
+def _header(buf: Any, path: os.PathLike[str] | str) -> tuple[Cursor, int, int, int]:
+    """A cursor past the fixed header, and its version, tensor count and key count (checked)."""
+    if bytes(buf[:4]) != b"GGUF":
         raise GGUFFormatError("no GGUF magic at the start of the file")
-    cur = _Cursor(buf)
-    cur.pos = 4
-    version = cur.take("<I")
-    if version not in (2, 3):
+    if byte_order(buf) != "<":
+        version = struct.unpack_from("<I", buf, 4)[0] if len(buf) >= 8 else "(none)"
         raise GGUFFormatError(f"GGUF version {version} (this reader knows 2 and 3, little-endian)")
-    return cur, version, cur.take("<Q"), cur.take("<Q")
+    cur = Cursor(buf, path)
+    return (cur, *counts(cur))
 
 
-def read_kv(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Every metadata key of a GGUF file -> its value (strings as ``bytes``)."""
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        cur, _, _, n_kv = _header(buf)
+def read_kv(path: str | os.PathLike[str], *, roots: Sequence[Path] = ()) -> dict[str, Any]:
+    """Every metadata key of a GGUF file -> its value (strings as ``bytes``).
+
+    Raises :class:`GGUFFormatError`, :class:`~stacktok_export.gguf_header.GGUFHeaderError` (a
+    declared size the file cannot hold) or ``UntrustedFileError`` (not a regular file, or a
+    symlink out of ``roots``); all are ``ValueError``.
+    """
+    with mapped(path, roots=roots) as buf:
+        cur, _, _, n_kv = _header(buf, path)
         out: dict[str, Any] = {}
-        try:
-            for _ in range(n_kv):
-                key = cur.string().decode("utf-8")
-                out[key] = cur.value(cur.take("<I"))
-        except struct.error:
-            raise GGUFFormatError("the header ends before its last key") from None
+        for i in range(n_kv):
+            try:
+                key = cur.key()
+            except UnicodeDecodeError:
+                raise GGUFFormatError(f"key {i} is not UTF-8") from None
+            out[key] = _value(cur, cur.value_type(key), key)
         return out
 
 
-# gguf-py's GGUFValueType names, by the value type number the file holds
-_TYPE_NAMES = {
-    0: "UINT8", 1: "INT8", 2: "UINT16", 3: "INT16", 4: "UINT32", 5: "INT32", 6: "FLOAT32",
-    7: "BOOL", 8: "STRING", 9: "ARRAY", 10: "UINT64", 11: "INT64", 12: "FLOAT64",
-}  # fmt: skip
+_TYPE_NAMES = TYPE_NAMES  # gguf-py's GGUFValueType names, by the value type number the file holds
 
 
 class _NotOrdinary(Exception):
@@ -121,7 +114,9 @@ Fields = dict[str, tuple[Any, str]]
 Shapes = dict[str, tuple[int, ...]]
 
 
-def read_fields(path: str | os.PathLike[str]) -> tuple[Fields, Shapes, str | None]:
+def read_fields(
+    path: str | os.PathLike[str], *, roots: Sequence[Path] = ()
+) -> tuple[Fields, Shapes, str | None]:
     """``({key: (contents, type name)}, {tensor: shape}, sha256)`` -- the digest of the file's
     bytes only for a file without tensors (a vocab-only GGUF; None beside gigabytes of weights).
 
@@ -129,13 +124,19 @@ def read_fields(path: str | os.PathLike[str]) -> tuple[Fields, Shapes, str | Non
     and ``tensor.shape`` -- checked against it field by field (tests/test_gguf_reader.py).
     A file this walk does not find ordinary (big-endian, nested arrays, a duplicate key or tensor,
     a tensor type gguf-py does not know, data past the end, any decoding error) is read by
-    ``GGUFReader`` itself, which raises its own error or gives its own answer.
+    ``GGUFReader`` itself, which raises its own error or gives its own answer -- once
+    :func:`~stacktok_export.gguf_header.scan` has found every declared size within the file
+    (else :class:`~stacktok_export.gguf_header.GGUFHeaderError`, a ``ValueError``). ``path``
+    must be a regular file, a symlink only into ``roots`` (``UntrustedFileError`` otherwise).
     """
-    try:
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            return _ordinary(buf)
-    except (_NotOrdinary, struct.error, UnicodeDecodeError, ValueError, OverflowError):
-        pass
+    with mapped(path, roots=roots) as buf:
+        try:
+            return _ordinary(buf, path)
+        except GGUFHeaderError:
+            raise
+        except (_NotOrdinary, struct.error, UnicodeDecodeError, ValueError, OverflowError, KeyError):
+            pass
+        scan(buf, path=path)  # before the library builds a view per declared element
     import gguf
 
     reader = gguf.GGUFReader(path)
@@ -148,25 +149,22 @@ def read_fields(path: str | os.PathLike[str]) -> tuple[Fields, Shapes, str | Non
     return fields, tensors, None if tensors else hashlib.sha256(memoryview(reader.data)).hexdigest()
 
 
-def _ordinary(buf: Any) -> tuple[Fields, Shapes, str | None]:
+def _ordinary(buf: Any, path: os.PathLike[str] | str) -> tuple[Fields, Shapes, str | None]:
     from gguf.constants import GGML_QUANT_SIZES, GGUF_DEFAULT_ALIGNMENT, GGMLQuantizationType
 
-    cur, version, n_tensors, n_kv = _header(buf)  # GGUFFormatError (a ValueError): the library's turn
+    cur, version, n_tensors, n_kv = _header(buf, path)  # GGUFFormatError: the library's turn
     fields: dict[str, tuple[Any, str]] = {
         "GGUF.version": (version, "UINT32"),
         "GGUF.tensor_count": (n_tensors, "UINT64"),
         "GGUF.kv_count": (n_kv, "UINT64"),
     }
     for _ in range(n_kv):
-        key = cur.string().decode("utf-8")
+        key = cur.key()
         if key in fields:
             raise _NotOrdinary
-        fields[key] = _field(cur, cur.take("<I"))
-    infos = []
-    for _ in range(n_tensors):
-        name = cur.string().decode("utf-8")
-        dims = tuple(cur.take("<Q") for _ in range(cur.take("<I")))
-        infos.append((name, dims, cur.take("<I"), cur.take("<Q")))
+        fields[key] = _field(cur, cur.take("I", key), key)
+    tensor_count_fits(cur, n_tensors)
+    infos = [tensor_info(cur, i) for i in range(n_tensors)]
     align = GGUF_DEFAULT_ALIGNMENT
     if "general.alignment" in fields:
         value, kind = fields["general.alignment"]
@@ -175,7 +173,8 @@ def _ordinary(buf: Any) -> tuple[Fields, Shapes, str | None]:
         align = value
     start = cur.pos + (-cur.pos % align)
     tensors: dict[str, tuple[int, ...]] = {}
-    for name, dims, raw_type, offset in infos:
+    for raw_name, dims, raw_type, offset in infos:
+        name = raw_name.decode("utf-8")
         if name in tensors:
             raise _NotOrdinary
         block, size = GGML_QUANT_SIZES[GGMLQuantizationType(raw_type)]  # KeyError/ValueError: odd
@@ -188,25 +187,23 @@ def _ordinary(buf: Any) -> tuple[Fields, Shapes, str | None]:
     return fields, tensors, None if tensors else hashlib.sha256(buf).hexdigest()
 
 
-def _field(cur: _Cursor, vtype: int) -> tuple[Any, str]:
+def _field(cur: Cursor, vtype: int, key: str) -> tuple[Any, str]:
     if vtype == _STRING:
-        return cur.string().decode("utf-8"), "STRING"
+        return cur.string(key).decode("utf-8"), "STRING"
     if vtype in _SCALARS:
-        return cur.take(_SCALARS[vtype]), _TYPE_NAMES[vtype]
+        return cur.take(SCALARS[vtype], key), _TYPE_NAMES[vtype]
     if vtype != _ARRAY:
         raise _NotOrdinary
-    itype, count = cur.take("<I"), cur.take("<Q")
+    itype, count = cur.array_head(key)
     if count == 0:
         if itype not in _TYPE_NAMES:
             raise _NotOrdinary
         return [], "ARRAY"
     if itype == _STRING:
-        return [cur.string().decode("utf-8") for _ in range(count)], "ARRAY[STRING]"
+        return [cur.string(key).decode("utf-8") for _ in range(count)], "ARRAY[STRING]"
     if itype not in _SCALARS:
         raise _NotOrdinary  # nested arrays: gguf-py flattens them its own way
     dt = np.dtype(_SCALARS[itype])
-    if cur.pos + dt.itemsize * count > len(cur.buf):
-        raise _NotOrdinary
     values = np.frombuffer(cur.buf, dtype=dt, count=count, offset=cur.pos).tolist()
     cur.pos += dt.itemsize * count
     return values, f"ARRAY[{_TYPE_NAMES[itype]}]"

@@ -14,7 +14,11 @@ Checks (each applies only where the backend declares the capability):
   so a release that changes a default shows up.
 - ``chat``: ids and assistant mask equal ``render_conversation`` (chats whose
   content holds special strings are recorded as ``chat_injection`` instead:
-  string templates parse them, transformers#29279).
+  string templates parse them, transformers#29279). A backend that renders DIR's own
+  template (``CHAT`` and ``reads`` a file of DIR, not the artifact: transformers-reload, vLLM,
+  TRL) is not asked to when the fixtures say the reference's bounded render of that template
+  ran out of its budget (``FixtureSet.refused_template``): both chat checks are then *not
+  run*, with the reason, and the static ``chat.template_sandboxed`` row carries the verdict.
 - ``stream``: token-by-token incremental detokenization concatenates to the
   text and never emits U+FFFD inside a character.
 
@@ -135,8 +139,11 @@ class Runner:
         res = BackendResult(name=backend.name, version=backend.version)
         res.capabilities = tuple(sorted(c.value for c in backend.capabilities))
         res.chat_injection_safe_path = backend.chat_injection_safe_path
+        refused = self._refused_chat(backend)
         if not is_ours(self.ref):
             res.not_applicable.update(chat=CHAT_NOT_APPLICABLE, chat_injection=CHAT_NOT_APPLICABLE)
+        elif refused:  # on every part: merge_parts keeps the first part's not_applicable
+            res.not_applicable.update(chat=refused, chat_injection=refused)
         self.ran[backend.name] = backend
         start = time.perf_counter()
         caps = backend.capabilities
@@ -149,13 +156,19 @@ class Runner:
                 self._single_tokens(res, backend)
             if part.extras and Capability.DEFAULT in caps:
                 self._default(res, backend)
-            if part.extras and Capability.CHAT in caps and is_ours(self.ref):
+            if part.extras and Capability.CHAT in caps and is_ours(self.ref) and not refused:
                 for chat in self.fx.chats:
                     self._chat(res, backend, chat)
         res.seconds = round(time.perf_counter() - start, 2)
         if any(f.declared is None for f in res.failures):
             res.status = "diverged"
         return res
+
+    def _refused_chat(self, backend: Backend) -> str:
+        """Why ``backend`` is not asked to render chats: it renders DIR's template (it reads a file
+        of DIR) and that template ran out of its budget in the reference render; "" otherwise."""
+        renders_dir = Capability.CHAT in backend.capabilities and backend.reads != "artifact"
+        return self.fx.refused_template if renders_dir else ""
 
     def _encode_all(
         self, backend: Backend, caps: frozenset[Capability], probes: Sequence[Probe]

@@ -62,6 +62,7 @@ def input_errors() -> tuple[type[Exception], ...]:
     over its size limit: ``stacktok_export.util.untrusted``). One list for ``stacktok``,
     ``stacktok gate`` and ``python -m conformance``."""
     from stacktok_export import ArtifactError
+    from stacktok_export.util.limits import FlagError
     from stacktok_export.util.untrusted import UntrustedFileError
 
-    return (UsageError, InputError, FixtureError, LayoutError, ArtifactError, UntrustedFileError)
+    return (UsageError, InputError, FixtureError, LayoutError, ArtifactError, UntrustedFileError, FlagError)

@@ -60,6 +60,17 @@ def _find(directory: Path, suffix: str) -> Path | None:
     return None
 
 
+def trusted_roots(directory: Path) -> tuple[Path, ...]:
+    """Where a file of ``directory`` may really live: the directory itself and, when it is a snapshot
+    of a Hugging Face cache (``models--org--name/snapshots/<commit>``), that repository's ``blobs``."""
+    real = Path(os.path.realpath(directory))
+    roots = [real]
+    repo = real.parent.parent
+    if real.parent.name == "snapshots" and repo.name.startswith(("models--", "datasets--", "spaces--")):
+        roots.append(repo / "blobs")
+    return tuple(roots)
+
+
 def gguf_fields(path: Path) -> dict[str, tuple[Any, str]]:
     """``gguf_fmt.read_gguf_fields``, read once per file version and shared by the gate's validation,
     static checks and vocabulary surface (gguf-py takes about a second on the shipped GGUF).
@@ -88,7 +99,7 @@ def _gguf_read(path: Path) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[
 def _gguf_cached(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[Any, str]], dict, str | None]:
     from stacktok_export.export.gguf_fmt import read_gguf_file
 
-    return read_gguf_file(path)
+    return read_gguf_file(path, roots=trusted_roots(Path(path).parent))
 
 
 def require_any_export(exports: Exports, directory: Path, *, verb: str) -> None:

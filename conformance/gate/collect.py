@@ -33,8 +33,10 @@ def served_rows(plan: Plan, *, say: Say) -> list[Row]:
 
     say("served path: tiny random-weight Llama + vLLM OpenAI server on 127.0.0.1")
     fx = plan.fixtures
+    # a template that ran out of its budget in the reference render is never sent to the server
+    chats = [] if fx.refused_template else fx.chats
     return check_served(
-        plan.exports.hf_dir, plan.ref, fx.probes, fx.chats, progress=say, divergences=fx.divergences
+        plan.exports.hf_dir, plan.ref, fx.probes, chats, progress=say, divergences=fx.divergences
     )
 
 

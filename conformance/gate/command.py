@@ -35,7 +35,7 @@ from conformance.core.rows import (
 from conformance.gate.collect import collect_rows
 from conformance.gate.inputs import files_read
 from conformance.gate.plan import Plan, plan
-from conformance.report.entry import verdict_or_usage
+from conformance.report.entry import signals_deferred, verdict_or_usage
 from conformance.report.html import to_html
 from conformance.report.json import SCHEMA_VERSION, run_metadata, stacktok_version, to_json
 from conformance.report.junit import to_junit
@@ -94,7 +94,7 @@ def write_reports(args: argparse.Namespace, doc: dict[str, Any], rows: Sequence[
 
 
 def run_gate(args: argparse.Namespace) -> int:
-    with limits.raised(args.max_file_mb):  # every file read below is bounded (util.limits)
+    with limits.from_flag(args.max_file_mb):  # every file read below is bounded (util.limits)
         return _run_gate(args)
 
 
@@ -128,7 +128,8 @@ def _run_gate(args: argparse.Namespace) -> int:
     print("\n" + render_verdict(doc["verdict"], seconds=seconds, timings=timing))
     for name in missing_required:
         print(f"stacktok gate: error: required backend {name} did not run", file=sys.stderr)
-    write_reports(args, doc, rows, seconds)
+    with signals_deferred():  # a signal now takes effect once every report is whole
+        write_reports(args, doc, rows, seconds)
     return code
 
 
@@ -194,14 +195,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(needs a CPU or GPU vLLM; see conformance/INSTALL-served.md)",
     )
     p.add_argument("--workers", type=int, default=2, help="backends run in parallel (default 2)")
-    p.add_argument(
-        "--max-file-mb",
-        type=float,
-        default=None,
-        metavar="MB",
-        help="raise every input size limit to at least MB MiB (defaults: tokenizer.json 64, other JSON "
-        "16, a chat template 1, .tiktoken 64, --text/--probes 256; see docs/security.md)",
-    )
+    limits.add_flag(p)
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
 

@@ -7,6 +7,13 @@ templates that reach for Python internals fail; templates without ``{% generatio
 Without jinja2 nothing can be rendered: each row that needs a render is ``missing`` (the
 verdict is then INCOMPLETE, never a pass on a template nobody rendered).
 
+Every render here is a bounded trial (``conformance.core.template.try_template``: compile and
+the sample chats in one forked child under 5 s / 1 GiB, memoised, so DIR's templates were
+already tried at validation). A template of DIR that ran out of its budget -- the default one,
+an ``additional_chat_templates/*.jinja`` or a named inline one -- fails
+``chat.template_sandboxed``, naming the file and the budget (the runner then asks no engine to
+render DIR's templates: ``conformance.validate.template.template_refusal``).
+
 Out of scope: how each backend renders chats (``conformance.chat`` rows of the runner); the
 template's ids (the conformance checks tokenize what it renders).
 """
@@ -25,31 +32,12 @@ from stacktok_export.chat import render_text
 def check_chat_files(ctx: StaticContext) -> list[Row]:
     if ctx.dir is None:
         return [skip("chat", "no tokenizer directory")]
+    stopped = _stopped(ctx)
+    if ctx.template is None:  # an additional or named template may still be a bomb
+        return [_no_template(ctx)] + ([_stopped_row(stopped)] if stopped else [])
     tcfg = ctx.obj("tokenizer_config.json")
     inline, jinja = chat_template(tcfg, None)[0], ctx.files.get("chat_template.jinja")
     source = None if is_ours(ctx.ref) else ctx.ref.chat_template
-    if ctx.template is None and not is_ours(ctx.ref):
-        if source is None:
-            return [skip("chat.template_present", "no chat template, and the source has none (a base model)")]
-        return [
-            Row(
-                "chat.template_present",
-                FILES,
-                "fail",
-                "no chat template, but the source the artifact was imported from has one",
-                "export with `stacktok export --artifact A.json` to ship the source's template",
-            )
-        ]
-    if ctx.template is None:
-        return [
-            Row(
-                "chat.template_present",
-                FILES,
-                "warn",
-                "no chat template: a base model (instruct checkpoints need one)",
-                "export with `stacktok export` to ship the ChatML template",
-            )
-        ]
     out = [Row("chat.template_present", FILES, "pass", f"from {ctx.template_source}")]
     if inline is not None and jinja is not None:
         out.append(
@@ -66,7 +54,11 @@ def check_chat_files(ctx: StaticContext) -> list[Row]:
         out.append(skip("chat.template_files_agree", f"one template only ({ctx.template_source})"))
     if not is_ours(ctx.ref):
         out.append(_matches_source(ctx.template, source))
-    out.append(_template_sandboxed(ctx.template, source=source, ours=is_ours(ctx.ref)))
+    out.append(
+        _stopped_row(stopped)
+        if stopped
+        else _template_sandboxed(ctx.template, source=source, ours=is_ours(ctx.ref))
+    )
     as_source = source is not None and not _has_generation(source)
     out.append(
         row(
@@ -95,11 +87,46 @@ def check_chat_files(ctx: StaticContext) -> list[Row]:
     return out
 
 
-SAMPLE_CHATS = (
-    ((("system", "Be brief."), ("user", "2+2?"), ("assistant", "4")), False),
-    ((("user", "weather?"), ("tool_call", '{"city": "Oslo"}'), ("tool_result", '{"c": -3}')), True),
-    ((("user", "  spaced\r\n  "),), True),
-)
+def _no_template(ctx: StaticContext) -> Row:
+    if is_ours(ctx.ref):
+        return Row(
+            "chat.template_present",
+            FILES,
+            "warn",
+            "no chat template: a base model (instruct checkpoints need one)",
+            "export with `stacktok export` to ship the ChatML template",
+        )
+    if ctx.ref.chat_template is None:
+        return skip("chat.template_present", "no chat template, and the source has none (a base model)")
+    return Row(
+        "chat.template_present",
+        FILES,
+        "fail",
+        "no chat template, but the source the artifact was imported from has one",
+        "export with `stacktok export --artifact A.json` to ship the source's template",
+    )
+
+
+def _stopped(ctx: StaticContext) -> list[str]:
+    """One line per template of DIR whose bounded trial was stopped (validation's trials)."""
+    if importlib.util.find_spec("jinja2") is None:
+        return []
+    from conformance.core.template import stopped_templates
+
+    # what validation read (additional_chat_templates/ too); else the files the context read
+    files = {n: f.value for n, f in ctx.read.hf.items()} if ctx.read is not None else ctx.files
+    return [trial.stopped_line(label) for label, trial in stopped_templates(files)]
+
+
+def _stopped_row(lines: list[str]) -> Row:
+    return Row(
+        "chat.template_sandboxed",
+        FILES,
+        "fail",
+        "; ".join(lines) + " -- in transformers' sandbox; a chat template renders a chat in milliseconds",
+        "remove what loops or repeats without bound (range inside range, a macro calling itself twice, "
+        "'x' * n): transformers and vLLM hang or run out of memory on it too; or ship the exported template",
+    )
 
 
 def _not_rendered(check: str) -> Row | None:
@@ -124,33 +151,24 @@ def _same_template(check: str, a: Any, b: Any, what: str, fix: str) -> Row:
     missing = _not_rendered(check)
     if missing is not None:
         return missing
-    from conformance.core.template import render_template
+    from conformance.core.template import try_template
 
-    chats = [([{"role": r, "content": c} for r, c in chat], gen) for chat, gen in SAMPLE_CHATS]
-    try:
-        same = all(
-            render_template(a, msgs, add_generation_prompt=gen)
-            == render_template(b, msgs, add_generation_prompt=gen)
-            for msgs, gen in chats
-        )
-    except Exception:  # noqa: BLE001 -- a template that cannot render differs (see chat.template_sandboxed)
-        same = False
+    first, second = try_template(a), try_template(b)
+    stopped = first.stopped or second.stopped
+    # a template that cannot render differs (see chat.template_sandboxed)
+    same = not stopped and all(
+        x.text is not None and x.text == y.text for x, y in zip(first.renders, second.renders)
+    )
     if same:
         return Row(
             check, FILES, "warn", f"{what} differ in text but render the sample chats identically", fix
         )
-    return Row(check, FILES, "fail", f"{what} differ and render chats differently", fix)
+    why = f" (one of them {stopped} when rendered)" if stopped else ""
+    return Row(check, FILES, "fail", f"{what} differ and render chats differently{why}", fix)
 
 
 def _has_generation(template: str) -> bool:
     return "{% generation %}" in template.replace("{%-", "{%").replace("-%}", "%}")
-
-
-SAMPLE_CHAT = (
-    {"role": "system", "content": "Be brief."},
-    {"role": "user", "content": "2+2?"},
-    {"role": "assistant", "content": "4"},
-)
 
 
 def _matches_source(template: str, source: str | None) -> Row:
@@ -178,28 +196,31 @@ def _template_sandboxed(template: str, *, source: str | None = None, ours: bool 
     missing = _not_rendered("chat.template_sandboxed")
     if missing is not None:
         return missing
-    from conformance.core.template import render_template
+    from conformance.core.template import sample_messages, try_template
 
-    try:
-        text = render_template(template, list(SAMPLE_CHAT), add_generation_prompt=False)
-    except Exception as exc:  # noqa: BLE001 -- a template failing to render is the finding
-        kind = type(exc).__name__
+    trial = try_template(template)  # SAMPLE_CHATS[0]: the plain system/user/assistant chat
+    if trial.stopped:
+        return _stopped_row([trial.stopped_line("the chat template")])
+    plain = trial.renders[0]
+    if plain.text is None:  # a template failing to render is the finding
+        kind = plain.error_type
         why = "tries to reach Python internals" if kind == "SecurityError" else "fails to render"
         return Row(
             "chat.template_sandboxed",
             FILES,
             "fail",
-            f"the chat template {why} in transformers' sandbox ({kind}: {str(exc)[:160]})",
+            f"the chat template {why} in transformers' sandbox ({kind}: {plain.message[:160]})",
             "use the exported chat template; a template must only render messages",
         )
+    text = plain.text
     if ours:
-        expect = render_text(list(SAMPLE_CHAT), add_generation_prompt=False)
+        expect = render_text(sample_messages(0), add_generation_prompt=False)
     elif source is None:
         return Row("chat.template_sandboxed", FILES, "pass", "renders in the sandbox")
     else:
-        try:
-            expect = render_template(source, list(SAMPLE_CHAT), add_generation_prompt=False)
-        except Exception:  # noqa: BLE001 -- the source's template cannot render a plain chat
+        theirs = try_template(source)  # the source's template may not render a plain chat
+        expect = theirs.renders[0].text if theirs.renders else None
+        if expect is None:
             return Row("chat.template_sandboxed", FILES, "pass", "renders in the sandbox")
     if text == expect:
         return Row("chat.template_sandboxed", FILES, "pass", "renders in the sandbox; plain chat as trained")

@@ -5,8 +5,9 @@ The backends read more of DIR than validation parses (transformers looks for ``v
 any name could reach a report. :func:`guard_directory` walks DIR's entries (and
 ``additional_chat_templates/``) once and refuses, naming the entry and where it points:
 
-- a symlink whose target lies outside :func:`trusted_roots` (DIR itself, or for a Hugging Face
-  cache snapshot its repository's ``blobs/``, where every snapshot file legitimately points);
+- a symlink whose target lies outside ``conformance.core.layout.trusted_roots`` (DIR itself, or
+  for a Hugging Face cache snapshot its repository's ``blobs/``, where every snapshot file
+  legitimately points);
 - a FIFO, socket or device (directly or behind a link inside DIR): opening a FIFO blocks forever.
 
 Weights are passed over (``*.safetensors``, ``*.bin``, ...: no tokenizer backend reads them, and a
@@ -24,6 +25,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from conformance.core.layout import trusted_roots
 from conformance.validate.common import fail
 from stacktok_export.util.untrusted import UntrustedFileError, kind_of, refuse_link_out
 
@@ -33,17 +35,6 @@ WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".
 MAX_ENTRIES = 100_000
 #: the subdirectories a backend reads files from
 READ_SUBDIRS = ("additional_chat_templates",)
-
-
-def trusted_roots(directory: Path) -> tuple[Path, ...]:
-    """Where a file of ``directory`` may really live: the directory itself and, when it is a snapshot
-    of a Hugging Face cache (``models--org--name/snapshots/<commit>``), that repository's ``blobs``."""
-    real = Path(os.path.realpath(directory))
-    roots = [real]
-    repo = real.parent.parent
-    if real.parent.name == "snapshots" and repo.name.startswith(("models--", "datasets--", "spaces--")):
-        roots.append(repo / "blobs")
-    return tuple(roots)
 
 
 def guard_directory(directory: Path, roots: Sequence[Path] | None = None) -> None:

@@ -8,8 +8,12 @@ find ordinary to ``GGUFReader`` itself -- so a broken file fails with the librar
 (``conformance.core.layout.gguf_fields``, cached per file version, so the static checks and
 the surface reuse it), and checks ``tokenizer.ggml.tokens`` / ``token_type`` / ``merges``.
 Only when the reader fails are the first bytes looked at, to tell a git-lfs pointer, an empty
-file or "not a GGUF" (the magic) from "truncated or corrupt". Without ``gguf`` installed nothing
-is read: it returns None and ``validate_directory`` records that on its result.
+file or "not a GGUF" (the magic) from "truncated or corrupt". A header declaring more than its
+file holds (a 2**40-element array, a 2**60-byte string: ``stacktok_export.gguf_header``, checked
+before gguf-py builds anything) fails naming the key and the sizes in the same line; a path that is not a
+regular file is refused before it is opened (``UntrustedFileError``, passed on as it is).
+Without ``gguf`` installed nothing is read: it returns None and ``validate_directory`` records
+that on its result.
 
 Out of scope: whether the vocabulary equals the artifact's (the gate's GGUF and surface checks).
 """
@@ -24,8 +28,11 @@ from conformance.backends import dist_version
 from conformance.core.layout import gguf_fields
 from conformance.validate.common import fail, first_line, rethrow_interrupts
 from conformance.validate.download import refuse_placeholder, unreadable
+from stacktok_export.gguf_header import GGUFHeaderError
+from stacktok_export.util.untrusted import UntrustedFileError
 
 NOT_CHECKED = "GGUF not checked: gguf is not installed; pip install 'stacktok[gguf]'"
+_AGAIN = "copy it again or rebuild it with `stacktok export`"
 _INT_TYPES = frozenset({"UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "UINT64", "INT64"})
 
 
@@ -53,6 +60,12 @@ def _read_fields(path: Path) -> dict[str, tuple[Any, str]]:
     """The shared read, failing as input: a wrong magic first, else the reader's own complaint."""
     try:
         return gguf_fields(path)
+    except GGUFHeaderError as exc:  # a declared size the file cannot hold: never handed to gguf-py
+        size = Path(path).stat().st_size
+        what = f"gguf {dist_version('gguf')} cannot read its {size} bytes ({exc.where}: {exc.what})"
+        fail(path, "file", what, f"the file is truncated or corrupt (or hostile): {_AGAIN}")
+    except UntrustedFileError:
+        raise
     except BaseException as exc:  # numpy/struct errors on truncated files
         rethrow_interrupts(exc)
         error = exc
@@ -67,7 +80,7 @@ def _read_fields(path: Path) -> dict[str, tuple[Any, str]]:
         "file",
         f"gguf {dist_version('gguf')} cannot read its {Path(path).stat().st_size} bytes "
         f"({type(error).__name__}: {first_line(str(error))})",
-        "the file is truncated or corrupt: copy it again or rebuild it with `stacktok export`",
+        f"the file is truncated or corrupt: {_AGAIN}",
     )
 
 

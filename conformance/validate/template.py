@@ -1,12 +1,19 @@
-"""Chat templates compile: every ``.jinja`` file and every inline template, in the one sandbox.
+"""Chat templates compile: every ``.jinja`` file and every inline template, in the one sandbox,
+under a budget.
 
-A template is compiled by :func:`conformance.core.template.compile_template` -- the sandboxed
-environment transformers uses, ``{% generation %}`` included -- and a syntax error becomes one
-line naming ``where`` and the template line. Without jinja2 nothing can be compiled:
-:func:`validate_template` then returns False and ``validate_directory`` records that on its
-result (``Validated.not_checked``) instead of passing in silence.
+A template is tried by :func:`conformance.core.template.try_template`: compiled by the sandboxed
+environment transformers uses (``{% generation %}`` included) and rendered on the sample chats,
+both in one forked child under ``TEMPLATE_BUDGET`` (5 s / 1 GiB). What does not compile is
+malformed input, one line naming ``where`` and the template line: a syntax error, a loop control
+outside a loop, or nesting too deep for Jinja's parser (a ``RecursionError``). What runs out of
+its budget is *not* an error here: the gate reports it as a failing ``chat.template_sandboxed``
+row (``conformance.static.chat``), and :func:`template_refusal` tells the runner that no engine
+is to render DIR's templates. Without jinja2 nothing can be compiled: :func:`validate_template`
+then returns False and ``validate_directory`` records that on its result
+(``Validated.not_checked``) instead of passing in silence.
 
-Out of scope: rendering (the gate's chat checks); whether the template is the artifact's.
+Out of scope: what the renders say (the gate's chat checks); whether the template is the
+artifact's.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from typing import Any
 from conformance.validate.common import fail, first_line, show
 
 NOT_COMPILED = "chat template not compiled: jinja2 is not installed; pip install 'stacktok[hf]'"
+_FIX = "fix the template (transformers and vLLM compile it with the same sandboxed Jinja)"
 
 
 def jinja2_installed() -> bool:
@@ -25,26 +33,44 @@ def jinja2_installed() -> bool:
 
 
 def validate_template(path: Path | str, where: str, source: str) -> bool:
-    """Compile one chat template; a syntax error names ``where`` and the template line.
+    """Compile one chat template (and render the sample chats, in the same bounded child); a
+    template that does not compile names ``where`` and the template line.
 
-    Returns False when jinja2 is not installed (nothing was compiled), True when it compiled.
+    Returns False when jinja2 is not installed (nothing was compiled), True otherwise -- also
+    when the trial ran out of its budget (a failing row later, not malformed input).
     """
     if not jinja2_installed():
         return False
-    import jinja2
+    from conformance.core.template import try_template
 
-    from conformance.core.template import TemplateCompileError, compile_template
-
-    try:
-        compile_template(source)
-    except (jinja2.TemplateSyntaxError, TemplateCompileError) as exc:
+    failure = try_template(source).failure
+    if failure is None:
+        return True
+    if failure.error_type == "RecursionError":
         fail(
             path,
-            f"{where} line {exc.lineno}",
-            f"Jinja syntax error: {first_line(exc.message or str(exc))}",
-            "fix the template (transformers and vLLM compile it with the same sandboxed Jinja)",
+            where,
+            "nested too deeply for Jinja to compile (RecursionError: maximum recursion depth exceeded)",
+            "flatten the template's nesting; transformers cannot compile it either",
         )
-    return True
+    line = f"{where} line {failure.lineno}" if failure.lineno is not None else where
+    what = "Jinja syntax error" if failure.error_type.startswith("Template") else failure.error_type
+    fail(path, line, f"{what}: {first_line(failure.message)}", _FIX)
+
+
+def template_refusal(files: Any) -> str:
+    """Why no engine may render DIR's chat templates, or "" when each rendered the sample chats
+    within its budget. ``files`` is what ``validate_directory`` returned (its trials are memoised:
+    nothing is run again); the reason names each template and the budget."""
+    if files is None or not jinja2_installed():
+        return ""
+    from conformance.core.template import stopped_templates
+
+    stopped = stopped_templates({name: found.value for name, found in files.hf.items()})
+    if not stopped:
+        return ""
+    each = "; ".join(f"{label} {trial.stopped}" for label, trial in stopped)
+    return f"{each} in the reference render; no engine was asked to render it"
 
 
 def check_inline_templates(path: Path, value: Any) -> None:

@@ -3,6 +3,9 @@
 Every line ``<base64> <rank>`` (blank lines skipped, as tiktoken does); strict base64; unique
 ranks and tokens; ranks ``0..n-1``; all 256 single bytes present (tiktoken asserts or panics
 otherwise). :func:`parse_tiktoken` returns the ranks, so no later stage parses the file again.
+A line longer than any real one (``MAX_LINE_BYTES``) and a rank of more than 10 digits (ids are
+below 2**31; ``int()`` raises past 4,300 digits) fail naming the line, before anything is
+decoded; the file's size is bounded by its reader (``limits.current().tiktoken``).
 
 Out of scope: whether rank r is the artifact's id r (the gate's surface checks).
 """
@@ -14,6 +17,7 @@ import binascii
 from pathlib import Path
 
 from conformance.validate.common import fail, show
+from stacktok_export.importers.tiktoken_src import MAX_LINE_BYTES, MAX_RANK_DIGITS
 
 _FIX = "re-export it with `stacktok export` (one 'base64(token) rank' per line)"
 
@@ -24,10 +28,13 @@ def parse_tiktoken(path: Path, data: bytes) -> dict[bytes, int]:
     token_line: dict[bytes, int] = {}
     ranks: dict[bytes, int] = {}
     for lineno, line in enumerate(data.splitlines(), start=1):
+        where = f"line {lineno}"
+        if len(line) > MAX_LINE_BYTES:
+            what = f"is {len(line):,} bytes long, over {MAX_LINE_BYTES:,} (o200k_base's longest line is 172)"
+            fail(path, where, what, _FIX)
         parts = line.split()
         if not parts:
             continue
-        where = f"line {lineno}"
         if len(parts) != 2:
             fail(path, where, f"{show(line)} is not '<base64> <rank>'", _FIX)
         try:
@@ -36,6 +43,9 @@ def parse_tiktoken(path: Path, data: bytes) -> dict[bytes, int]:
             fail(path, where, f"{show(parts[0])} is not valid base64 ({exc})", _FIX)
         if not parts[1].isdigit():
             fail(path, where, f"rank {show(parts[1])} is not a non-negative integer", _FIX)
+        if len(parts[1]) > MAX_RANK_DIGITS:
+            what = f"rank has {len(parts[1]):,} digits; ranks are ids, below 2**31 (10 digits)"
+            fail(path, where, what, _FIX)
         rank = int(parts[1])
         if rank in rank_line:
             fail(

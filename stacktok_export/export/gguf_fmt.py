@@ -63,7 +63,7 @@ from __future__ import annotations
 import importlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
@@ -228,31 +228,39 @@ def gguf_bytes(tok: StackTokenizer, *, tmp_dir: str | os.PathLike[str] | None = 
 
 
 # ------------------------------------------------------------------ reading
-def read_gguf_fields(path: str | os.PathLike[str]) -> dict[str, tuple[Any, str]]:
+def read_gguf_fields(
+    path: str | os.PathLike[str], *, roots: Sequence[Path] = ()
+) -> dict[str, tuple[Any, str]]:
     """Every field as ``(plain value, type name)``: ``"STRING"``, ``"UINT32"``, ``"ARRAY[INT32]"``...
 
-    Raises gguf-py's own error for a file it cannot read (``ImportError`` without gguf).
+    Raises gguf-py's own error for a file it cannot read (``ImportError`` without gguf), and
+    before it, ``GGUFHeaderError`` for a declared size the file cannot hold and
+    ``UntrustedFileError`` for a path that is not a regular file (or a symlink out of ``roots``).
     """
-    return read_gguf(path)[0]
+    return read_gguf(path, roots=roots)[0]
 
 
 def read_gguf(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str], *, roots: Sequence[Path] = ()
 ) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[int, ...]]]:
     """:func:`read_gguf_fields` and every tensor's GGUF shape (``ne`` order), in one read."""
-    fields, tensors, _ = read_gguf_file(path)
+    fields, tensors, _ = read_gguf_file(path, roots=roots)
     return fields, tensors
 
 
 def read_gguf_file(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str], *, roots: Sequence[Path] = ()
 ) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[int, ...]], str | None]:
     """:func:`read_gguf` plus the sha256 of the file's bytes, hashed from the same memory map (no
-    second read) -- only for a vocab-only GGUF (None for a model GGUF: gigabytes of weights)."""
+    second read) -- only for a vocab-only GGUF (None for a model GGUF: gigabytes of weights).
+
+    ``roots``: where a symlink may point (the checkpoint directory); ``()``: a regular file
+    anywhere (a path the user named). Its header is checked before anything is built
+    (:mod:`stacktok_export.gguf_header`)."""
     from ..gguf_kv import read_fields
 
     require("gguf")  # the missing-package error names the extra; the reader falls back on it
-    return read_fields(path)
+    return read_fields(path, roots=roots)
 
 
 def read_gguf_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:

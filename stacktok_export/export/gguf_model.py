@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..gguf_header import GGUFHeaderError, check_file
+from ..util.untrusted import UntrustedFileError
 from .gguf_fmt import add_tokenizer_metadata, require
 
 if TYPE_CHECKING:
@@ -91,6 +93,10 @@ def check_rows(path: Path, tensors: dict[str, tuple[int, ...]], n_ids: int) -> i
 
 def _open(path: Path) -> Any:
     gguf = require("gguf")
+    try:  # the header's declared sizes against the file first: gguf-py maps before it checks
+        check_file(path)
+    except (GGUFHeaderError, UntrustedFileError) as exc:
+        raise ModelGGUFError(str(exc)) from None
     try:
         return gguf.GGUFReader(path)
     except FileNotFoundError:

@@ -14,7 +14,12 @@ other ``*.json``              :mod:`.seed004` (specials first, then bytes, then 
 ============================  =====================================================
 
 Anything that is not a byte-level BPE the reference can follow raises :class:`ImportRefused`
-(one line: the file, the component, why).
+(one line: the file, the component, why). Every source is untrusted input: read bounded by
+``stacktok_export.util.limits`` (``--max-file-mb`` raises it), a special file (FIFO, device)
+refused before it is opened, a vocabulary over the entry limit or without its byte tokens
+refused, and whatever a reader or library raises on a malformed file (``ValueError`` from
+``int()``, ``UnicodeDecodeError``, ``struct.error``, ``KeyError``, ``IndexError``, numpy's
+errors, ``RecursionError``) becomes an ``ImportRefused`` naming the file (:func:`read_source`).
 
 Out of scope: writing exports of the result (``stacktok export --artifact``), and
 SentencePiece / WordPiece / Unigram models (refused).
@@ -22,14 +27,16 @@ SentencePiece / WordPiece / Unigram models (refused).
 
 from __future__ import annotations
 
-import json
 import os
+import struct
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..artifact import ArtifactError
-from .common import ImportRefused
+from ..util.limits import current
+from ..util.untrusted import UntrustedFileError, check_untrusted
+from .common import ImportRefused, check_bytes, load_json, malformed
 
 if TYPE_CHECKING:
     from ..bpe import StackTokenizer
@@ -46,8 +53,12 @@ def source_kind(path: str | os.PathLike[str]) -> str:
         if (p / "tokenizer.json").is_file():
             return "hf"
         raise ImportRefused(p, "source", "a folder without tokenizer.json; pass the file itself")
-    if not p.is_file():
+    if not p.exists() and not p.is_symlink():
         raise ImportRefused(p, "source", "no such file")
+    try:
+        check_untrusted(p)  # a FIFO would block the read below; a device never ends
+    except UntrustedFileError as exc:
+        raise ImportRefused(p, "source", f"{exc.what}; {exc.fix}") from None
     with open(p, "rb") as f:
         head = f.read(4)
     if head == b"GGUF" or p.suffix == ".gguf":
@@ -66,11 +77,16 @@ def source_kind(path: str | os.PathLike[str]) -> str:
 
 
 def _has_model(p: Path) -> bool:
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ImportRefused(p, "JSON", f"cannot read it: {exc}") from None
+    data = load_json(p, limit=current().tokenizer_json)
     return isinstance(data, dict) and "model" in data
+
+
+#: what readers and the libraries they call raise on a malformed file (``ImportRefused`` and
+#: ``UntrustedFileError`` are ``ValueError`` too, handled first)
+_MALFORMED = (
+    ValueError, TypeError, KeyError, IndexError, AttributeError, struct.error, OverflowError,
+    RecursionError, UnicodeError,
+)  # fmt: skip
 
 
 def read_source(
@@ -91,6 +107,24 @@ def read_source(
         raise ImportRefused(
             path, "--special", f"only a .tiktoken file takes specials; a {kind} source has its own"
         )
+    try:
+        return _read(kind, path, pattern=pattern, specials=specials, name=name)
+    except ImportRefused:
+        raise
+    except UntrustedFileError as exc:
+        raise ImportRefused(exc.path, "file", f"{exc.what}; {exc.fix}") from None
+    except _MALFORMED as exc:
+        raise malformed(path, f"{kind} source", exc) from None
+
+
+def _read(
+    kind: str,
+    path: str | os.PathLike[str],
+    *,
+    pattern: str | None,
+    specials: list[tuple[str, int]],
+    name: str | None,
+) -> dict[str, Any]:
     if kind == "gguf":
         from .gguf_src import read_gguf
 
@@ -123,6 +157,7 @@ def import_tokenizer(
     from ..bpe import StackTokenizer
 
     vocab = read_source(path, pattern=pattern, specials=specials, name=name)
+    check_bytes(path, vocab["tokens"], vocab["specials"])
     try:
         return StackTokenizer.from_vocab(**vocab)
     except ArtifactError as exc:

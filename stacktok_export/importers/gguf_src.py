@@ -14,6 +14,11 @@ Merges are ``"left right"`` byte-level strings. ``tokenizer.ggml.pre`` names the
 ids are the roles; ``add_bos`` is the pre type's default unless ``tokenizer.ggml.add_bos_token``
 says otherwise (llama.cpp's order); the chat template is ``tokenizer.chat_template``.
 
+The header is walked with every declared count and length checked against the file
+(:mod:`stacktok_export.gguf_header`: a 2**40-element array in 200 bytes is refused naming its
+key); each field this reader uses is checked for its GGUF type before use (a token list that is
+an int array, an id that is a string: refused naming the key).
+
 Out of scope: every other tokenizer model (llama = SentencePiece, bert = WordPiece, t5 =
 Unigram, ...: refused), the tensors.
 """
@@ -26,6 +31,7 @@ from typing import Any
 
 from stacktok_export.export.bytelevel import from_chars
 
+from ..gguf_header import GGUFHeaderError
 from ..gguf_kv import GGUFFormatError, read_kv
 from ..pretypes import pre_type
 from .common import ImportRefused, merge_ids, vocabulary
@@ -47,13 +53,40 @@ _TEXT_FLAGS = {
 }
 
 
-def _text(kv: dict[str, Any], key: str, default: str | None = None) -> str | None:
+def _text(path: Path, kv: dict[str, Any], key: str, default: str | None = None) -> str | None:
     value = kv.get(key)
-    return value.decode("utf-8") if isinstance(value, bytes) else default
+    if not isinstance(value, bytes):
+        return default
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ImportRefused(path, key, f"is not UTF-8 (byte {exc.start})") from None
+
+
+def _strings(path: Path, kv: dict[str, Any], key: str) -> list[bytes]:
+    """An array of strings (``[]`` when absent); anything else is refused naming the key."""
+    value = kv.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, bytes) for v in value):
+        raise ImportRefused(path, key, "is not an array of strings; rebuild the GGUF (convert_hf_to_gguf.py)")
+    return value
+
+
+def _int(path: Path, kv: dict[str, Any], key: str) -> int:
+    value = kv[key]
+    if type(value) is not int:  # struct gives int for every integer type, float/bool otherwise
+        raise ImportRefused(path, key, f"is {type(value).__name__}, not an integer id")
+    return value
+
+
+def _flag(path: Path, kv: dict[str, Any], key: str, default: bool) -> bool:
+    value = kv.get(key, default)
+    if type(value) not in (bool, int):
+        raise ImportRefused(path, key, f"is {type(value).__name__}, not a boolean")
+    return bool(value)
 
 
 def _model(path: Path, kv: dict[str, Any]) -> None:
-    model = _text(kv, _KEY + "model")
+    model = _text(path, kv, _KEY + "model")
     if model is None:
         raise ImportRefused(path, _KEY + "model", "missing: this GGUF carries no tokenizer")
     if model != "gpt2":
@@ -63,11 +96,13 @@ def _model(path: Path, kv: dict[str, Any]) -> None:
 
 def _tokens(path: Path, kv: dict[str, Any]) -> tuple[list[bytes], dict[str, int], set[str], dict[str, int]]:
     """(bytes per id, specials, in_text specials, byte-level string -> id of plain tokens)."""
-    texts = [t.decode("utf-8", errors="surrogateescape") for t in kv.get(_KEY + "tokens", [])]
+    texts = [t.decode("utf-8", errors="surrogateescape") for t in _strings(path, kv, _KEY + "tokens")]
     types = kv.get(_KEY + "token_type")
     if not texts:
         raise ImportRefused(path, _KEY + "tokens", "missing or empty")
-    kinds = [_NORMAL] * len(texts) if types is None else [int(x) for x in types]
+    if types is not None and not (hasattr(types, "dtype") and types.dtype.kind in "iu"):
+        raise ImportRefused(path, _KEY + "token_type", "is not an array of integers")
+    kinds = [_NORMAL] * len(texts) if types is None else types.tolist()
     if len(kinds) != len(texts):
         raise ImportRefused(path, _KEY + "token_type", f"{len(kinds)} types for {len(texts)} tokens")
     table: list[bytes] = []
@@ -98,22 +133,24 @@ def read_gguf(
     path = Path(path)
     try:
         kv = read_kv(path)
+    except GGUFHeaderError as exc:
+        raise ImportRefused(path, exc.where, f"{exc.what}; {exc.fix}") from None
     except (OSError, GGUFFormatError) as exc:
         raise ImportRefused(path, "GGUF header", str(exc)) from None
     _model(path, kv)
     for flag, why in _TEXT_FLAGS.items():
-        if kv.get(_KEY + flag):
+        if _flag(path, kv, _KEY + flag, False):
             raise ImportRefused(path, _KEY + flag, why)
-    pre = _text(kv, _KEY + "pre", "default")
+    pre = _text(path, kv, _KEY + "pre", "default")
     pt = pre_type(pre)
     if pt is None and pattern is None:
         raise ImportRefused(
             path, _KEY + "pre", f"pre type {pre!r} has no regex here; pass --pattern REGEX (its split)"
         )
     table, specials, in_text, plain = _tokens(path, kv)
-    merges = [m.decode("utf-8", errors="surrogateescape") for m in kv.get(_KEY + "merges", [])]
-    roles = {r: int(kv[_KEY + k]) for r, k in _ROLE_KEYS.items() if _KEY + k in kv}
-    add_bos = bool(kv.get(_KEY + "add_bos_token", pt.add_bos if pt else False))
+    merges = [m.decode("utf-8", errors="surrogateescape") for m in _strings(path, kv, _KEY + "merges")]
+    roles = {r: _int(path, kv, _KEY + k) for r, k in _ROLE_KEYS.items() if _KEY + k in kv}
+    add_bos = _flag(path, kv, _KEY + "add_bos_token", pt.add_bos if pt else False)
     return vocabulary(
         tokens=table,
         merges=merge_ids(path, merges, plain),
@@ -122,8 +159,8 @@ def read_gguf(
         ignore_merges=pt.ignore_merges if pt else False,
         roles=roles,
         add_bos=add_bos,
-        add_eos=bool(kv.get(_KEY + "add_eos_token", False)),
-        chat_template=_text(kv, "tokenizer.chat_template"),
+        add_eos=_flag(path, kv, _KEY + "add_eos_token", False),
+        chat_template=_text(path, kv, "tokenizer.chat_template"),
         in_text=in_text,
-        name=name or _text(kv, "general.name") or path.stem,
+        name=name or _text(path, kv, "general.name") or path.stem,
     )

@@ -15,28 +15,42 @@ non-BPE model, ``byte_fallback``, subword prefixes/suffixes, dropout, a normaliz
 pre-tokenizer or split behaviour, ``add_prefix_space``, added tokens with
 ``lstrip``/``rstrip``/``single_word``.
 
+Files are read bounded (``limits``: ``tokenizer.json`` and its config by their limits, the
+template by the template's); the config and template beside ``tokenizer.json`` only when they are
+the folder's own files (a link out of it, to a secret, is refused).
+
 Out of scope: ``decoder`` (decoding follows the token bytes), truncation and padding.
 """
 
 from __future__ import annotations
 
-import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from stacktok_export.export.bytelevel import from_chars
 
-from .common import GPT2_PATTERN, WHOLE_TEXT, ImportRefused, dense_table, merge_ids, role_ids, vocabulary
+from ..util.limits import current
+from .common import (
+    GPT2_PATTERN,
+    WHOLE_TEXT,
+    ImportRefused,
+    check_entries,
+    dense_table,
+    folder_roots,
+    load_json,
+    merge_ids,
+    read_file,
+    role_ids,
+    vocabulary,
+)
 
 _PROCESSORS_BOS_EOS = ("RobertaProcessing", "BertProcessing")
 
 
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ImportRefused(path, "JSON", f"cannot read it: {exc}") from None
+def _load(path: Path, *, limit: int, roots: Sequence[Path] = ()) -> dict[str, Any]:
+    data = load_json(path, limit=limit, roots=roots)
     if not isinstance(data, dict):
         raise ImportRefused(path, "JSON", "not an object")
     return data
@@ -124,13 +138,19 @@ def _tokens(path: Path, data: dict[str, Any], vocab: dict[str, int]):
     by_id: dict[int, bytes] = {}
     specials: dict[str, int] = {}
     for text, i in vocab.items():
+        if type(i) is not int or i < 0:
+            raise ImportRefused(path, "model.vocab", f"the id of {text[:40]!r} is {str(i)[:40]!r}, not an id")
         try:
-            by_id[int(i)] = from_chars(text)
+            by_id[i] = from_chars(text)
         except KeyError:  # not a byte-level string: an id no text reaches
-            by_id[int(i)] = text.encode("utf-8")
-            specials[text] = int(i)
+            by_id[i] = text.encode("utf-8", errors="surrogatepass")
+            specials[text] = i
     in_text: set[str] = set()
-    for k, added in enumerate(data.get("added_tokens") or []):
+    added_tokens = data.get("added_tokens") or []
+    if not isinstance(added_tokens, list) or not all(isinstance(a, dict) for a in added_tokens):
+        raise ImportRefused(path, "added_tokens", "is not a list of objects")
+    check_entries(path, "added_tokens", len(added_tokens))
+    for k, added in enumerate(added_tokens):
         content, i = added.get("content"), added.get("id")
         for flag in ("lstrip", "rstrip", "single_word"):
             if added.get(flag):
@@ -182,14 +202,20 @@ def _content(value: Any) -> str | None:
 
 def _config(path: Path) -> tuple[dict[str, Any], str | None]:
     """``tokenizer_config.json`` beside the file (``{}`` when absent) and its chat template."""
+    roots, limits = folder_roots(path.parent), current()
     cfg_path = path.parent / "tokenizer_config.json"
-    cfg = _load(cfg_path) if cfg_path.is_file() else {}
+    cfg = _load(cfg_path, limit=limits.config_json, roots=roots) if os.path.lexists(cfg_path) else {}
     template = cfg.get("chat_template")
     if isinstance(template, list):
-        template = next((t.get("template") for t in template if t.get("name") == "default"), None)
+        named = (t for t in template if isinstance(t, dict) and t.get("name") == "default")
+        template = next((t.get("template") for t in named), None)
     jinja = path.parent / "chat_template.jinja"
-    if template is None and jinja.is_file():
-        template = jinja.read_text(encoding="utf-8")
+    if template is None and os.path.lexists(jinja):
+        raw = read_file(jinja, limit=limits.template, roots=roots)
+        try:
+            template = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ImportRefused(jinja, "template", f"is not UTF-8 (byte {exc.start})") from None
     return cfg, template if isinstance(template, str) else None
 
 
@@ -198,13 +224,20 @@ def read_hf(
 ) -> dict[str, Any]:
     """The ``from_vocab`` keywords of a byte-level BPE ``tokenizer.json`` (or its folder)."""
     path = Path(path)
+    roots: tuple[Path, ...] = ()  # the file the user named is read wherever it is
     if path.is_dir():
-        path = path / "tokenizer.json"
-    data = _load(path)
+        path, roots = path / "tokenizer.json", folder_roots(path)
+    data = _load(path, limit=current().tokenizer_json, roots=roots)
     model = _model(path, data.get("model"))
     _normalizer(path, data.get("normalizer"))
     patterns = [pattern] if pattern is not None else _patterns(path, data)
     vocab = model.get("vocab") or {}
+    if not isinstance(vocab, dict):
+        raise ImportRefused(path, "model.vocab", f"is a JSON {type(vocab).__name__}, not an object")
+    check_entries(path, "model.vocab", len(vocab))
+    if not isinstance(model.get("merges") or [], list):
+        raise ImportRefused(path, "model.merges", "is not a list")
+    check_entries(path, "model.merges", len(model.get("merges") or []))
     table, specials, in_text = _tokens(path, data, vocab)
     add_bos, add_eos, bos_id = _processor_flags(path, data.get("post_processor"), specials)
     cfg, template = _config(path)
@@ -215,7 +248,7 @@ def read_hf(
         roles["bos"] = bos_id
     return vocabulary(
         tokens=table,
-        merges=merge_ids(path, model.get("merges") or [], {s: int(i) for s, i in vocab.items()}),
+        merges=merge_ids(path, model.get("merges") or [], vocab),
         specials=specials,
         patterns=patterns,
         ignore_merges=bool(model.get("ignore_merges", False)),

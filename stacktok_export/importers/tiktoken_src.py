@@ -13,6 +13,11 @@ token into two tokens is a merge at the token's rank (own merge first, then by t
 ranks), as HF's tiktoken converter writes them. Either way ``ignore_merges=True``: tiktoken
 looks a whole piece up first.
 
+The file is read bounded (``limits.current().tiktoken``); a line over :data:`MAX_LINE_BYTES`
+is refused naming it (the merge derivation is quadratic in a token's length: one 100 MB line
+took 52 s before failing), as is a rank of more than 10 digits (ids are below 2**31) and a
+file of more ranks than ``limits.current().vocab_entries``.
+
 Out of scope: tiktoken's registry of named encodings (pass the file).
 """
 
@@ -25,24 +30,47 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .common import ImportRefused, dense_table, vocabulary
+from ..util.limits import current
+from .common import ImportRefused, check_entries, dense_table, read_file, vocabulary
+
+#: the longest line a ``.tiktoken`` file may hold: o200k_base's longest token is 128 bytes (172
+#: base64 characters plus its rank); 1 KiB is a 768-byte token
+MAX_LINE_BYTES = 1024
+#: digits of the largest rank (ids are below 2**31)
+MAX_RANK_DIGITS = 10
 
 
 def _ranks(path: Path) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
-    try:
-        lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        raise ImportRefused(path, "file", str(exc)) from None
+    lines = read_file(path, limit=current().tiktoken).splitlines()
+    check_entries(path, "ranks", len(lines))
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        if len(line) > MAX_LINE_BYTES:
+            raise ImportRefused(
+                path,
+                f"line {n}",
+                f"{len(line):,} bytes long, over {MAX_LINE_BYTES:,} (the longest real token, o200k_base's, "
+                "is 128 bytes: a 172-byte line); this is not a .tiktoken rank file",
+            )
+        parts = line.split()
         try:
-            token, rank = line.split()
-            ranks[base64.b64decode(token, validate=True)] = int(rank)
+            if len(parts) != 2 or not parts[1].isdigit():
+                raise ValueError
+            token = base64.b64decode(parts[0], validate=True)
         except (ValueError, binascii.Error):
             raise ImportRefused(path, f"line {n}", f"{line[:60]!r} is not 'base64-token rank'") from None
+        ranks[token] = _rank(path, n, parts[1])
     return ranks
+
+
+def _rank(path: Path, n: int, digits: bytes) -> int:
+    if len(digits) > MAX_RANK_DIGITS:  # int() would refuse past 4,300 digits, and no id is this large
+        raise ImportRefused(
+            path, f"line {n}", f"a rank of {len(digits):,} digits; ranks are ids, below 2**31 (10 digits)"
+        )
+    return int(digits)
 
 
 def final_pair(token: bytes, ranks: dict[bytes, int], below: int) -> tuple[bytes, bytes] | None:
@@ -111,6 +139,15 @@ def read_tiktoken(
     if pattern is None:
         raise ImportRefused(path, "--pattern", "a .tiktoken file carries no split; pass --pattern REGEX")
     ranks = _ranks(path)
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:  # tiktoken's encoder starts from single bytes: it panics on a missing one
+        shown = ", ".join(f"0x{b:02x}" for b in missing[:8]) + (", ..." if len(missing) > 8 else "")
+        raise ImportRefused(
+            path,
+            "byte tokens",
+            f"{len(missing)} of the 256 single bytes have no rank ({shown}); a .tiktoken file ranks "
+            "every byte (is this a byte-level BPE's rank file?)",
+        )
     by_id = {r: t for t, r in ranks.items()}
     if len(by_id) != len(ranks):
         raise ImportRefused(path, "ranks", "two tokens share a rank")

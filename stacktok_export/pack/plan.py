@@ -115,27 +115,36 @@ def _row_units(source: int, path: str, part_bytes: int) -> list[Unit]:
 
 
 def _cut(path: str, at: int, *, paragraph: bool) -> int | None:
-    """The first document start at or after byte ``at`` (``None``: none within :data:`MAX_SCAN`)."""
+    """The first document start at or after byte ``at`` (``None``: none within :data:`MAX_SCAN`).
+
+    Linear in the bytes scanned: a line start is looked for in each new chunk only, a paragraph
+    start again only once a chunk brings a newline (a break needs one)."""
     with open(path, "rb") as f:
         f.seek(at - 1)
-        buf = b""
-        while len(buf) < MAX_SCAN:
+        scanned, buf = 0, bytearray()
+        while scanned < MAX_SCAN:
             more = f.read(SCAN)
-            buf += more
-            found = _paragraph_start(buf, eof=not more) if paragraph else _line_start(buf)
-            if found is not None:
-                return at - 1 + found
+            if not paragraph:
+                i = more.find(b"\n")
+                if i >= 0:
+                    return at - 1 + scanned + i + 1
+            else:
+                buf += more
+                found = _paragraph_start(buf, eof=not more) if not more or b"\n" in more else None
+                if found is not None:
+                    return at - 1 + found
             if not more:
                 return None
+            scanned += len(more)
     return None
 
 
-def _line_start(buf: bytes) -> int | None:
+def _line_start(buf: bytes | bytearray) -> int | None:
     i = buf.find(b"\n")
     return i + 1 if i >= 0 else None
 
 
-def _paragraph_start(buf: bytes, *, eof: bool) -> int | None:
+def _paragraph_start(buf: bytes | bytearray, *, eof: bool) -> int | None:
     """Where the first paragraph break after a non-blank line of ``buf`` ends.
 
     No break of a sequential read crosses the start of a non-blank line, so
@@ -166,7 +175,7 @@ def count_unit(path: str, span: Span, options: CorpusOptions) -> tuple[int, int]
         lenient = replace(options, errors="replace")
         return sum(1 for _ in read_input(path, options=lenient, span=span)), 0
     docs = lines = 0
-    for _, _, line in split_lines(path, replace(span, line=0)):
+    for _, _, line in split_lines(path, replace(span, line=0), limit=options.document_limit()):
         lines += 1
         docs += 1 if kind != "jsonl" or line.strip() else 0
     return docs, lines

@@ -143,6 +143,7 @@ def _child(fn: Callable[..., Any], args: tuple[Any, ...], out: int, budget: Budg
         if mapped is not None:
             limit = mapped + budget.memory
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        _cap_cpu(budget.seconds)
         try:
             reply: tuple[Any, ...] = ("ok", fn(*args), "", "")
         except MemoryError:
@@ -166,6 +167,18 @@ def _child(fn: Callable[..., Any], args: tuple[Any, ...], out: int, budget: Budg
         code = 70
     finally:
         os._exit(code)
+
+
+def _cap_cpu(seconds: float) -> None:
+    """The kernel's backstop: SIGKILL once the child's CPU time passes the budget by 2 s, so a
+    spinning child cannot outlive a caller that died without killing it (SIGKILL, OOM killer)."""
+    cap = int(seconds) + 2
+    try:
+        hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+        cap = cap if hard == resource.RLIM_INFINITY else min(cap, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (cap, cap))  # soft == hard: SIGKILL, no SIGXCPU core
+    except (OSError, ValueError):  # pragma: no cover -- a platform without it: the caller's deadline only
+        pass
 
 
 def _mapped_bytes() -> int | None:

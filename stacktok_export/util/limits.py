@@ -17,7 +17,7 @@ one line of a corpus   64 MiB      (``stacktok pack``: a longer JSONL line or do
 =====================  ==========  =====================================================
 
 A GGUF is not read whole (its tensors are mapped, never loaded); its header is checked against
-the file's size instead (``stacktok_export.export.gguf_fmt``).
+the file's size instead (``stacktok_export.gguf_header``).
 
 Out of scope: time budgets (``stacktok_export.util.bounded``); how a file is read
 (``stacktok_export.util.untrusted``).
@@ -25,6 +25,7 @@ Out of scope: time budgets (``stacktok_export.util.bounded``); how a file is rea
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -67,3 +68,30 @@ def raised(mb: float | None) -> Iterator[Limits]:
         yield current()
     finally:
         _CURRENT.pop()
+
+
+def add_flag(p: argparse.ArgumentParser, *, what: str = "every input size limit") -> None:
+    """The one ``--max-file-mb MB`` flag (gate, import, pack, train); read it with :func:`from_flag`."""
+    d = Limits()
+    p.add_argument(
+        "--max-file-mb",
+        type=float,
+        default=None,
+        metavar="MB",
+        help=f"raise {what} to at least MB MiB (defaults: tokenizer.json {d.tokenizer_json >> 20}, other "
+        f"JSON {d.config_json >> 20}, a chat template {d.template >> 20}, .tiktoken {d.tiktoken >> 20}, "
+        f"--text/--probes {d.user_file >> 20}, a corpus document {d.corpus_line >> 20}; a vocabulary "
+        f"{d.vocab_entries:,} entries, scaled with it; docs/security.md)",
+    )
+
+
+def from_flag(mb: float | None) -> contextlib.AbstractContextManager[Limits]:
+    """:func:`raised` for the flag's value; a size that is not positive is a ``ValueError`` whose
+    message names the flag (the command line turns it into exit 2)."""
+    if mb is not None and not 0 < mb < 1 << 30:
+        raise FlagError(f"--max-file-mb takes a positive size in MiB, got {mb:g}")
+    return raised(mb)
+
+
+class FlagError(ValueError):
+    """``--max-file-mb`` out of range."""
