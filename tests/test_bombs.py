@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import tempfile
 import os
 import re
 import signal
@@ -246,7 +247,8 @@ def test_huge_ranks_are_refused_naming_the_line(tmp_path) -> None:
 def _import(capsys, *argv: str) -> tuple[int, str]:
     p = argparse.ArgumentParser(prog="stacktok import")
     importing.add_arguments(p)
-    code = run_main(lambda: importing.main(p.parse_args([*argv, "--out", "unused.json"])), prog="stacktok")
+    out = Path(tempfile.mkdtemp(prefix="stacktok-import-")) / "out.json"  # never into the working directory
+    code = run_main(lambda: importing.main(p.parse_args([*argv, "--out", str(out)])), prog="stacktok")
     return code, capsys.readouterr().err
 
 
