@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import tempfile
 import os
 import re
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
