@@ -41,7 +41,7 @@ from conformance.fuzz import (
 )
 from conformance.fuzz.generators import GENERATORS, GenContext
 from stacktok_export import StackTokenizer
-from stacktok_export.bpe import shipped_artifact_path
+from stacktok_export.artifact.artifact import shipped_artifact_path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = ROOT / "tokenizer" / "stack100m-32768-hf"

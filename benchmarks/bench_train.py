@@ -24,7 +24,7 @@ import time
 
 CHILD = r"""
 import json, sys, time
-from stacktok_export.corpus import text_blocks
+from stacktok_export.corpus.corpus import text_blocks
 path, vocab, which = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 from stacktok_export import SPECIAL_TOKENS, SPLIT_PATTERN
 t0 = time.perf_counter()

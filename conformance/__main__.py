@@ -4,8 +4,12 @@
                           [--probes F.jsonl]... [--chats F.jsonl]... [--text F]...
                           [--json PATH] [--matrix PATH] [--quiet] [--debug]
 
-DIR defaults to ``tokenizer/stack100m-32768-hf`` (with the ``.tiktoken`` and ``.gguf`` beside
-it), the artifact to the shipped one. The backends' results become rows
+DIR (or a Hub id ``org/name[@revision]``) defaults to ``tokenizer/stack100m-32768-hf`` (with the
+``.tiktoken`` and ``.gguf`` beside it), the artifact to the one default
+(``conformance.core.arguments.artifact_path``). What the run reads is planned as every tool plans
+it (``conformance.plan``: report paths checked, every file validated once, the reference loaded
+once, a ``--require``d backend that cannot run is INCOMPLETE before any check). The backends'
+results become rows
 (``conformance.checks.runner.result_rows``), printed through ``conformance.report.text`` as the
 gate prints its own, with the first differences; ``--json`` writes the rows and each backend's
 detail, ``--matrix`` one support-matrix row per backend (``conformance.matrix.changes`` reads them).
@@ -26,21 +30,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.backends import REGISTRY, backend_list, check_selection, unavailable_backends
+from conformance.backends import REGISTRY, backend_list
 from conformance.checks.causes import explain
 from conformance.checks.runner import BackendResult, result_rows, run_suite
+from conformance.core.arguments import add_artifact_flag
 from conformance.core.environment import environment_versions
-from conformance.core.errors import UsageError
 from conformance.core.fixtures import FixtureSet
-from conformance.core.layout import Exports, require_any_export
 from conformance.core.rows import excluded_by_name, exit_code, required_not_run, verdict_line
+from conformance.plan import FixtureFiles, Plan, plan_inputs, select_backends
 from conformance.report.entry import run_main
 from conformance.report.json import results_document, to_json
 from conformance.report.matrix import matrix_row
 from conformance.report.text import render_table, render_verdict
-from conformance.validate import validate_directory
-from stacktok_export._atomic import write_text_atomic
-from stacktok_export.artifact import EXPORT_DIR, default_artifact_path, project_root
+from stacktok_export.artifact.artifact import EXPORT_DIR, project_root
+from stacktok_export.util.atomic import write_text_atomic
 
 PROG = "conformance"
 #: the checkout's exported directory (``python -m conformance`` runs from a checkout)
@@ -50,7 +53,7 @@ DEFAULT_DIR = (project_root() or Path.cwd()) / EXPORT_DIR / "stack100m-32768-hf"
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m conformance", description=__doc__.splitlines()[0])
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_DIR)
-    p.add_argument("--artifact", type=Path, default=default_artifact_path())
+    add_artifact_flag(p)
     p.add_argument("--backends", type=backend_list, default=list(REGISTRY))
     p.add_argument("--require", type=backend_list, default=[])
     p.add_argument("--skip", type=backend_list, default=[])
@@ -71,23 +74,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_main(lambda: run(args), prog=PROG, debug=args.debug)
 
 
+def plan(args: argparse.Namespace) -> Plan:
+    """The one input plan (``conformance.plan``): a ``--require``d backend that cannot run is
+    INCOMPLETE here, before any check."""
+    selection = select_backends(args.backends, require=args.require, skip=args.skip)
+    return plan_inputs(
+        args.dir,
+        tool="conformance run",
+        artifact=args.artifact,
+        outputs={"--json": args.json, "--matrix": args.matrix},
+        fixtures=FixtureFiles(
+            probes=args.probes, chats=args.chats, texts=args.text, shipped=not args.only_user_data
+        ),
+        selection=selection,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     progress = None if args.quiet else (lambda msg: print(f"  .. {msg}", file=sys.stderr, flush=True))
-    backends = [b for b in args.backends if b not in args.skip]
-    problem = check_selection(backends, args.require, skipped=args.skip)
-    if problem:
-        raise UsageError(problem)
-    exports = Exports.discover(args.dir, artifact=args.artifact)
-    require_any_export(exports, args.dir, verb="check")
-    validate_directory(exports, directory=args.dir)
-    fixtures = FixtureSet.load(
-        probes=args.probes, chats=args.chats, texts=args.text, shipped=not args.only_user_data
-    )
-    unavailable_backends(backends, exports, required=args.require)  # a required one: INCOMPLETE now
-    results, stale, _ = run_suite(exports, fixtures, backends, progress=progress)
+    inputs = plan(args)
+    fixtures = inputs.fixtures
+    results, stale, _ = run_suite(inputs.exports, fixtures, list(inputs.backends), progress=progress)
     versions = {r.name: r.version for r in results if r.version}
     rows = explain(result_rows(results, stale=stale), versions=versions)
-    rows = excluded_by_name(rows, [b for b in REGISTRY if b not in backends])
+    rows = excluded_by_name(rows, inputs.excluded)
     required_missing = required_not_run(rows, required=args.require)
     code = exit_code(rows, required_missing=required_missing)
     verdict = verdict_line(rows, code)
@@ -95,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     for name in required_missing:
         print(f"{PROG}: error: required backend {name} did not run", file=sys.stderr)
     if args.json:
-        meta = _meta(args, fixtures, results)
+        meta = _meta(inputs.artifact, fixtures, results)
         doc = results_document(results, rows, verdict=verdict, code=code, meta=meta, stale=stale)
         write_text_atomic(args.json, to_json(doc))
     if args.matrix:
@@ -104,13 +114,13 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _meta(args: argparse.Namespace, fixtures: FixtureSet, results: Sequence[BackendResult]) -> dict[str, Any]:
+def _meta(artifact: Path, fixtures: FixtureSet, results: Sequence[BackendResult]) -> dict[str, Any]:
     return {
         "generator_seeds": fixtures.generator_seeds(),
         "fixtures": fixtures.hashes,
         "probes": len(fixtures.probes),
         "chats": len(fixtures.chats),
-        "artifact": args.artifact.name,
+        "artifact": artifact.name,
         "versions": {r.name: r.version for r in results},
     }
 

@@ -54,8 +54,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from stacktok_export import SPECIAL_TOKENS, StackTokenizer, load_tokenizer  # noqa: E402
-from stacktok_export._atomic import write_text_atomic  # noqa: E402
-from stacktok_export.chat import ROLES, render_conversation  # noqa: E402
+from stacktok_export.chat.chat import ROLES, render_conversation  # noqa: E402
+from stacktok_export.util.atomic import write_text_atomic  # noqa: E402
 
 SEED = 20260131
 TOKENIZER = ROOT / "tokenizer" / "stack100m-32768.json"
@@ -2083,7 +2083,7 @@ Roles: `system` (first only), `user` (after start/system/assistant/tool_result),
 `assistant` (after user/tool_result), `tool_call` (after user/assistant/tool_result),
 `tool_result` (only right after tool_call). When `add_generation_prompt` is true
 the last message is not `assistant`. Each one renders with
-`stacktok_export.chat.render_conversation`. Includes single turns, system +
+`stacktok_export.chat.chat.render_conversation`. Includes single turns, system +
 multi-turn, tool call/result/answer, every special string injected into
 content, empty contents, CJK/emoji/CRLF/control content, and 20 KB content.
 

@@ -1,7 +1,9 @@
 """Argument helpers every ``stacktok`` command shares: the parser class, corpus flags, input checks.
 
 - :class:`Parser`: an ``argparse`` parser whose errors are one line ending in a ``--help`` hint;
-  :data:`ARTIFACT_HELP`: the help of every ``--artifact`` that defaults to the shipped artifact.
+  ``--artifact`` and its one default are the suite's (``conformance.core.arguments``: the
+  lowest layer every command may import), re-exported here as :func:`add_artifact_flag` and
+  :func:`artifact_path`.
 - :func:`add_corpus_arguments` / :func:`corpus_options`: ``--field``, ``--column``,
   ``--text-docs`` and ``--errors`` (``train`` and ``pack`` read corpora the same way).
 - :func:`input_paths`, :func:`check_workers`, :func:`check_out_file`: checks that raise
@@ -17,11 +19,20 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from conformance.core.arguments import add_artifact_flag, artifact_path
 from conformance.core.errors import UsageError
-from stacktok_export.corpus import CorpusError, CorpusOptions, expand_inputs
+from stacktok_export.corpus.corpus import CorpusError, CorpusOptions, expand_inputs
 
-#: ``--artifact`` of the commands that read an artifact (``export`` defaults to the checkout's copy)
-ARTIFACT_HELP = "artifact JSON (default: the shipped artifact)"
+__all__ = [
+    "Parser",
+    "add_artifact_flag",
+    "add_corpus_arguments",
+    "artifact_path",
+    "check_out_file",
+    "check_workers",
+    "corpus_options",
+    "input_paths",
+]
 
 
 class Parser(argparse.ArgumentParser):

@@ -1,7 +1,8 @@
 """``stacktok completion bash|zsh``: the shell completion script, generated from the parser by shtab.
 
-Every command and flag of :func:`stacktok_cli.table.build_parser` completes; nothing is kept
-by hand, so a new command completes as soon as it is in the table. Install it with
+Every command and flag of the parser the command table builds (:func:`stacktok_cli.table.build_parser`,
+which hands it to :func:`main`) completes; nothing is kept by hand, so a new command completes as
+soon as it is in the table. Install it with
 ``stacktok completion bash > ~/.local/share/bash-completion/completions/stacktok`` (bash) or
 ``stacktok completion zsh > "${fpath[1]}/_stacktok"`` (zsh).
 
@@ -20,10 +21,9 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("shell", choices=SHELLS, help="the shell to complete for")
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Print the completion script of ``parser`` (the whole ``stacktok`` command line)."""
     import shtab
 
-    from stacktok_cli.table import build_parser
-
-    print(shtab.complete(build_parser(), shell=args.shell), end="")
+    print(shtab.complete(parser, shell=args.shell), end="")
     return 0

@@ -9,7 +9,7 @@ ranks, so it reports their count and the largest rank.
 
 Files are read as untrusted input (``stacktok_export.util``): bounded by their kind's size limit,
 files inside a directory only when they are its own (no link out of it), a GGUF header checked
-against its file's size before gguf-py builds anything (``stacktok_export.gguf_header``); any
+against its file's size before gguf-py builds anything (``stacktok_export.gguf.header``); any
 refusal or malformed file is a usage error (exit 2) naming the file.
 
 Out of scope: whether any of this is right (``stacktok gate``), the artifact's own view
@@ -28,7 +28,7 @@ from typing import Any
 from conformance.core.errors import UsageError
 from conformance.core.layout import gguf_fields
 from stacktok_export.export.hf import FINGERPRINT_KEY
-from stacktok_export.gguf_header import GGUFHeaderError
+from stacktok_export.gguf.header import GGUFHeaderError
 from stacktok_export.importers.common import folder_roots
 from stacktok_export.util.limits import current
 from stacktok_export.util.untrusted import UntrustedFileError, read_untrusted

@@ -1,7 +1,8 @@
 """``stacktok export [--check]``: write (or verify) the tiktoken / HF / GGUF exports of an artifact.
 
 Defaults resolve against the stacktok checkout, never the working directory: the artifact is
-:func:`stacktok_export.artifact.default_artifact_path` and the output folder the checkout's
+the one ``--artifact`` default (``conformance.core.arguments.artifact_path``: the checkout's
+``tokenizer/stack100m-32768.json``, else the shipped one) and the output folder the checkout's
 ``tokenizer/`` (``./tokenizer`` for an installed package). The first line printed,
 ``using artifact X, exports in Y``, says which. ``--check`` writes nothing and exits 1 when a
 file on disk is not exactly what the artifact produces. ``--format F`` (repeatable) limits
@@ -19,20 +20,16 @@ import sys
 from pathlib import Path
 
 from conformance.core.errors import UsageError
+from stacktok_cli.args import add_artifact_flag, artifact_path
 from stacktok_cli.sigterm import sigterm_as_exit
-from stacktok_export import artifact
+from stacktok_export.artifact import artifact
 from stacktok_export.export import FORMATS, ExportRefused, check_exports, export_all
 
 HELP = "write tiktoken / HF / GGUF exports of an artifact"
 
 
 def add_arguments(x: argparse.ArgumentParser) -> None:
-    x.add_argument(
-        "--artifact",
-        default=None,
-        help=f"artifact to export (default: {artifact.EXPORT_DIR}/{artifact.ARTIFACT_NAME} of the "
-        "stacktok checkout, else the shipped artifact)",
-    )
+    add_artifact_flag(x)
     x.add_argument(
         "--out",
         default=None,
@@ -99,12 +96,12 @@ def _default_out(*, check: bool) -> Path:
     return here
 
 
-def _export_paths(source: str | None, out: str | None, *, check: bool) -> tuple[Path, Path]:
+def _export_paths(source: Path | None, out: str | None, *, check: bool) -> tuple[Path, Path]:
     """``--artifact`` / ``--out``, defaults resolved against the checkout, not the working directory."""
-    artifact_path = Path(source) if source else artifact.default_artifact_path()
-    if not artifact_path.is_file():
-        raise UsageError(f"--artifact {artifact_path}: no such file")
+    chosen = artifact_path(source)
+    if not chosen.is_file():
+        raise UsageError(f"--artifact {chosen}: no such file")
     out_path = Path(out) if out else _default_out(check=check)
     if check and not out_path.is_dir():
         raise UsageError(f"--out {out_path}: no such directory; run `stacktok export --out {out_path}` first")
-    return artifact_path, out_path
+    return chosen, out_path

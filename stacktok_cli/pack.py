@@ -25,9 +25,15 @@ import dataclasses
 import sys
 
 from conformance.core.errors import UsageError
-from stacktok_cli.args import ARTIFACT_HELP, add_corpus_arguments, corpus_options, input_paths
+from stacktok_cli.args import (
+    add_artifact_flag,
+    add_corpus_arguments,
+    artifact_path,
+    corpus_options,
+    input_paths,
+)
 from stacktok_cli.sigterm import sigterm_as_exit
-from stacktok_export.corpus import CorpusError
+from stacktok_export.corpus.corpus import CorpusError
 from stacktok_export.util import limits
 
 HELP = "encode a corpus into verified token shards (resumable, local or on a Ray cluster)"
@@ -38,7 +44,7 @@ def add_arguments(k: argparse.ArgumentParser) -> None:
         "inputs", nargs="*", help="text / .jsonl / .parquet files or globs (.gz and .zst read too)"
     )
     k.add_argument("--out", default=None, help="pack directory to write (or, with --check, to check)")
-    k.add_argument("--artifact", default=None, help=ARTIFACT_HELP)
+    add_artifact_flag(k)
     add_corpus_arguments(k)
     k.add_argument(
         "--shard-tokens",
@@ -96,7 +102,8 @@ def _main(args: argparse.Namespace) -> int:
             if len(dirs) != 1:
                 raise UsageError("--check takes one pack directory: stacktok pack --check DIR")
             return _report_check(
-                check_pack(dirs[0], artifact=args.artifact, rate=_rate(args.verify)), dirs[0]
+                check_pack(dirs[0], artifact=str(artifact_path(args.artifact)), rate=_rate(args.verify)),
+                dirs[0],
             )
         if not args.out:
             raise UsageError("--out DIR is required: the directory to write the shards into")
@@ -109,7 +116,7 @@ def _main(args: argparse.Namespace) -> int:
             fmt=args.format,
             keep_empty=args.keep_empty,
             verify=_rate(args.verify),
-            artifact=args.artifact,
+            artifact=str(artifact_path(args.artifact)),
             engine=args.engine,
             workers=args.workers,
             address=args.address,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 
 from conformance.core.errors import UsageError
-from stacktok_cli.args import ARTIFACT_HELP
-from stacktok_export.bpe import load_tokenizer
+from stacktok_cli.args import add_artifact_flag, artifact_path
+from stacktok_export.models.bpe.bpe import load_tokenizer
 
 HELP = "copy a model GGUF with every tokenizer.* key from the artifact (tensors unchanged)"
 
@@ -21,13 +21,13 @@ HELP = "copy a model GGUF with every tokenizer.* key from the artifact (tensors 
 def add_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("model", help="a model GGUF with weights (from any converter); required")
     r.add_argument("--out", required=True, help="the GGUF to write (atomically); required, not the input")
-    r.add_argument("--artifact", default=None, help=ARTIFACT_HELP)
+    add_artifact_flag(r)
 
 
 def main(args: argparse.Namespace) -> int:
     from stacktok_export.export.gguf_model import ModelGGUFError, retokenize
 
-    tok = load_tokenizer(args.artifact)
+    tok = load_tokenizer(artifact_path(args.artifact))
     try:
         done = retokenize(args.model, args.out, tok)
     except (ModelGGUFError, ImportError) as exc:

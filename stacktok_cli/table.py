@@ -41,6 +41,13 @@ _FUZZ = "differential fuzzing of a directory's exports, with shrinking"
 _AUDIT = "audit a vocabulary: reachability, duplicates, Unicode tables"
 _DEBUG = "print the full trace of an internal error (default: off)"
 
+
+def _completion(args: argparse.Namespace) -> int:
+    """``stacktok completion``: the script of the parser this table builds (``completion`` imports
+    nothing of the table, so the two form no circle)."""
+    return completion.main(args, build_parser())
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("train", train.HELP, train.add_arguments, train.main),
     Command("pack", pack.HELP, pack.add_arguments, pack.main),
@@ -54,7 +61,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("fuzz", _FUZZ, fuzz.add_arguments, fuzz.main, described=True),
     Command("audit", _AUDIT, audit.add_arguments, audit.main, described=True),
     Command("matrix", matrix.HELP, matrix.add_arguments, matrix.main),
-    Command("completion", completion.HELP, completion.add_arguments, completion.main),
+    Command("completion", completion.HELP, completion.add_arguments, _completion),
 )
 
 

@@ -7,7 +7,7 @@
   byte is named with its offset); specials are plain text unless ``--allow-special``.
 - ``decode [IDS...]``: ids separated by spaces or commas (a JSON list works) to exact bytes.
 
-Out of scope: the tokenizer itself (``stacktok_export.bpe``).
+Out of scope: the tokenizer itself (``stacktok_export.models.bpe.bpe``).
 """
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ import sys
 from pathlib import Path
 
 from conformance.core.errors import UsageError
-from stacktok_cli.args import ARTIFACT_HELP
+from stacktok_cli.args import add_artifact_flag, artifact_path
 from stacktok_cli.describe import describe, describe_lines
-from stacktok_export.artifact import FORMAT as V1_FORMAT
-from stacktok_export.artifact import shipped_artifact_path
-from stacktok_export.bpe import StackTokenizer, load_tokenizer
+from stacktok_export.artifact.artifact import FORMAT as V1_FORMAT
+from stacktok_export.models.bpe.bpe import StackTokenizer, load_tokenizer
 
 INFO_HELP = "show the vocabulary, specials and fingerprint of an artifact, HF directory, GGUF or .tiktoken"
 ENCODE_HELP = "encode text (argument or stdin, UTF-8) to ids"
@@ -36,7 +35,8 @@ def add_info_arguments(i: argparse.ArgumentParser) -> None:
         "artifact",
         nargs="?",
         default=None,
-        help="artifact JSON, Hugging Face directory, .gguf or .tiktoken (default: the shipped artifact)",
+        help="artifact JSON, Hugging Face directory, .gguf or .tiktoken (default: as for --artifact: "
+        "tokenizer/stack100m-32768.json of the stacktok checkout, else the one shipped in the package)",
     )
     i.add_argument("--json", action="store_true", help="print JSON, every special listed (default: a table)")
 
@@ -66,11 +66,12 @@ def info(args: argparse.Namespace) -> int:
         text = json.dumps(other, indent=2, sort_keys=True, ensure_ascii=True) if args.json else None
         print(text or "\n".join(describe_lines(other)))
         return 0
-    tok = load_tokenizer(args.artifact)
+    path = artifact_path(args.artifact)
+    tok = load_tokenizer(path)
     if args.json:
         print(json.dumps(info_dict(tok), indent=2, sort_keys=True, ensure_ascii=True))
         return 0
-    print(f"artifact     {args.artifact or shipped_artifact_path()}")
+    print(f"artifact     {path}")
     print(f"name         {tok.name}")
     print(f"vocab_size   {tok.vocab_size:,}")
     print(f"format       {tok.format}")
@@ -137,7 +138,7 @@ def special_lines(special_to_id: dict[str, int]) -> list[str]:
 # -------------------------------------------------------------------- encode
 def add_encode_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("text", nargs="?", default=None, help="text to encode (default: read standard input)")
-    e.add_argument("--artifact", default=None, help=ARTIFACT_HELP)
+    add_artifact_flag(e)
     e.add_argument(
         "--allow-special",
         action="store_true",
@@ -168,7 +169,7 @@ def _text_argument(text: str) -> str:
 
 
 def encode(args: argparse.Namespace) -> int:
-    tok = load_tokenizer(args.artifact)
+    tok = load_tokenizer(artifact_path(args.artifact))
     if args.text is not None:
         text = _text_argument(args.text)
     else:
@@ -184,12 +185,12 @@ def encode(args: argparse.Namespace) -> int:
 # -------------------------------------------------------------------- decode
 def add_decode_arguments(d: argparse.ArgumentParser) -> None:
     d.add_argument("ids", nargs="*", help="token ids (default: read them from standard input)")
-    d.add_argument("--artifact", default=None, help=ARTIFACT_HELP)
+    add_artifact_flag(d)
     d.add_argument("--no-newline", action="store_true", help="no trailing newline (default: add one)")
 
 
 def decode(args: argparse.Namespace) -> int:
-    tok = load_tokenizer(args.artifact)
+    tok = load_tokenizer(artifact_path(args.artifact))
     raw = " ".join(args.ids) if args.ids else sys.stdin.read()
     try:
         ids = [int(x) for x in raw.replace(",", " ").replace("[", " ").replace("]", " ").split()]

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from conformance.core.errors import UsageError
 from stacktok_cli.args import add_corpus_arguments, check_out_file, check_workers, corpus_options, input_paths
-from stacktok_export.artifact import MAX_VOCAB
-from stacktok_export.bpe import SPECIAL_TOKENS, VOCAB_SIZE, StackTokenizer
-from stacktok_export.corpus import CorpusError, training_texts
+from stacktok_export.artifact.artifact import MAX_VOCAB
+from stacktok_export.corpus.corpus import CorpusError, training_texts
+from stacktok_export.models.bpe.bpe import SPECIAL_TOKENS, VOCAB_SIZE, StackTokenizer
 from stacktok_export.util import limits
 
 HELP = "train a tokenizer artifact from text files"
@@ -57,7 +57,7 @@ def _main(args: argparse.Namespace) -> int:
     check_workers(args.workers)
     check_out_file(Path(args.out), flag="--out")
     paths = input_paths(args.inputs)
-    from stacktok_export.trainer import ProgressBar
+    from stacktok_export.trainer.trainer import ProgressBar
 
     tok = StackTokenizer(name=Path(args.out).stem)
     start = time.perf_counter()

@@ -1,4 +1,5 @@
-"""The tiktoken-shaped API of ``StackTokenizer`` (``stacktok_export/api.py``), against tiktoken itself.
+"""The tiktoken-shaped API of ``StackTokenizer`` (``stacktok_export/models/bpe/bpe.py``), against
+tiktoken itself.
 
 Every method is compared with ``tiktoken.Encoding`` built on the same artifact where tiktoken's
 semantics are the contract (``disallowed_special`` raising exactly where tiktoken raises, batch
@@ -131,7 +132,7 @@ def test_a_batch_merges_its_new_pre_tokens_together_and_gives_tiktoken_ids(enc, 
     """``encode_batch`` on a fresh tokenizer: one text over the line-cache threshold between short
     ones, duplicates, empty texts, specials, groups cut small (``_MANY_CHARS``): tiktoken's ids,
     in order, and each text's ids alone on another fresh tokenizer."""
-    from stacktok_export import bpe
+    from stacktok_export.models.bpe import bpe
 
     from .conftest import SHIPPED, stdlib_text
 

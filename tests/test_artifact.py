@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stacktok_export import ArtifactError, StackTokenizer, load_tokenizer
-from stacktok_export.bpe import shipped_artifact_path
+from stacktok_export.artifact.artifact import shipped_artifact_path
 
 from .conftest import SHIPPED
 

@@ -11,7 +11,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stacktok_export.ascii_split import (
+from stacktok_export.split.ascii_split import (
     ASCII_FORMS,
     ASCII_PATTERN,
     LINE_CUT,
@@ -20,7 +20,7 @@ from stacktok_export.ascii_split import (
     fast_split,
     windows,
 )
-from stacktok_export.pretokenize import GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN
+from stacktok_export.split.pretokenize import GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL = regex.compile(LLAMA3_PATTERN)

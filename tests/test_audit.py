@@ -18,8 +18,8 @@ import pytest
 
 from conformance import audit
 from stacktok_export import StackTokenizer
-from stacktok_export.bpe import SPECIAL_TOKENS
 from stacktok_export.export.hf import hf_files
+from stacktok_export.models.bpe.bpe import SPECIAL_TOKENS
 
 from .helpers import build_checkpoint, edit_json, unreachable_merge
 

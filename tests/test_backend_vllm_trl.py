@@ -13,7 +13,7 @@ import pytest
 
 from conformance.core.protocol import Backend, Capability
 from stacktok_export import SPECIAL_TOKENS, StackTokenizer
-from stacktok_export.chat import render_conversation
+from stacktok_export.chat.chat import render_conversation
 
 from .conftest import PROBE, SHIPPED, SHIPPED_HF, need
 

@@ -33,10 +33,10 @@ import pytest
 from conformance.core.errors import InputError
 from conformance.report.entry import run_main
 from stacktok_cli import importing
-from stacktok_export import corpus, corpus_io
-from stacktok_export.corpus import CorpusError, CorpusOptions, read_input
-from stacktok_export.gguf_header import GGUFHeaderError
-from stacktok_export.gguf_kv import read_fields, read_kv
+from stacktok_export.corpus import corpus, corpus_io
+from stacktok_export.corpus.corpus import CorpusError, CorpusOptions, read_input
+from stacktok_export.gguf.header import GGUFHeaderError
+from stacktok_export.gguf.kv import read_fields, read_kv
 from stacktok_export.importers import ImportRefused, read_source
 from stacktok_export.util import limits
 from stacktok_export.util.untrusted import UntrustedFileError
@@ -275,7 +275,7 @@ def test_json_nested_100000_deep_is_exit_2(tmp_path) -> None:
 
 
 def test_a_vocabulary_without_its_byte_tokens_is_refused(tmp_path, capsys) -> None:
-    from stacktok_export.export.bytelevel import to_chars
+    from stacktok_export.split.bytelevel import to_chars
 
     def vocab(tokens: list[bytes]) -> dict[str, int]:
         return {to_chars(t): i for i, t in enumerate(tokens)}

@@ -12,9 +12,10 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stacktok_export import SPECIAL_TOKENS, SPLIT_PATTERN, StackTokenizer, trainer
-from stacktok_export.textbook import merge_pair
-from stacktok_export.trainer import _byte_pairs, train_merges
+from stacktok_export import SPECIAL_TOKENS, SPLIT_PATTERN, StackTokenizer
+from stacktok_export.models.bpe.textbook import merge_pair
+from stacktok_export.trainer import trainer
+from stacktok_export.trainer.trainer import _byte_pairs, train_merges
 
 from .conftest import PROBE, need, stdlib_text
 
@@ -53,7 +54,7 @@ def test_vocab_too_small_is_a_clear_error() -> None:
 # ------------------------------------------------------------ trainer vs naive
 def naive_merges(text: str, num_merges: int) -> list[tuple[int, int]]:
     """Full rescan per merge: the textbook definition of the rule we implement (pairs merged by
-    ``stacktok_export.textbook.merge_pair``, the one textbook merge shared with the audit)."""
+    ``stacktok_export.models.bpe.textbook.merge_pair``, the one textbook merge shared with the audit)."""
     counts = Counter(regex.findall(SPLIT_PATTERN, text))
     words = {tuple(w.encode("utf-8")): c for w, c in counts.items()}
     merges: list[tuple[int, int]] = []

@@ -14,10 +14,12 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stacktok_export import SPLIT_PATTERN, StackTokenizer, bpe_batch, load_tokenizer, vocab
-from stacktok_export import bpe as bpe_module
-from stacktok_export import merging as merging_module
-from stacktok_export.bpe_batch import batch_bpe
+from stacktok_export import SPLIT_PATTERN, StackTokenizer, load_tokenizer
+from stacktok_export.artifact import vocab
+from stacktok_export.models.bpe import batch as bpe_batch
+from stacktok_export.models.bpe import bpe as bpe_module
+from stacktok_export.models.bpe import model as merging_module
+from stacktok_export.models.bpe.batch import batch_bpe
 
 from .conftest import ROOT, SHIPPED, need
 from .test_tiktoken_proof import _random_vocabulary, _tok
@@ -172,7 +174,7 @@ def test_long_pretokens_cut_where_no_merge_joins(
     merges: list[tuple[int, int]], datas: list[bytes], batch: int
 ) -> None:
     """_bpe_long cuts at pairs inside no merged token; chunks merge alone (numpy batch or one by one)."""
-    from stacktok_export import bpe_long
+    from stacktok_export.models.bpe import hard_cuts as bpe_long
 
     tok = tokenizer(merges)
     saved = merging_module._BATCH, bpe_long.WINDOW_BYTES
@@ -189,7 +191,7 @@ def test_long_pretokens_cut_where_no_merge_joins(
 
 
 def test_hard_cuts_split_only_between_pairs_no_token_holds() -> None:
-    from stacktok_export.bpe_long import HardCuts
+    from stacktok_export.models.bpe.hard_cuts import HardCuts
 
     cuts = HardCuts([b"ab", b"abc"])
     assert cuts.split(b"abcxabc") == [b"abc", b"x", b"abc"]
@@ -354,7 +356,7 @@ small_bytes = st.lists(st.sampled_from(b"abcd\xff"), max_size=120).map(bytes)
 def test_hard_cuts_equal_the_pairwise_rule(tokens: list[bytes], data: bytes) -> None:
     """With or without the marker byte: a cut before every byte whose pair with the previous one
     is inside no token, and nowhere else."""
-    from stacktok_export.bpe_long import HardCuts
+    from stacktok_export.models.bpe.hard_cuts import HardCuts
 
     inside = {pair for t in tokens for pair in zip(t, t[1:])}
     want, start = [], 0
@@ -376,7 +378,7 @@ def test_the_textbook_merges_one_occurrence_at_a_time_like_the_libraries() -> No
     need("tokenizers", "hf")
     from tokenizers import Tokenizer, models
 
-    from stacktok_export.textbook import MergeListBPE
+    from stacktok_export.models.bpe.textbook import MergeListBPE
 
     hf = Tokenizer(models.BPE(vocab={"a": 0, "b": 1, "ab": 2, "aba": 3}, merges=[("ab", "a"), ("a", "b")]))
     assert hf.encode("abab").tokens == ["aba", "b"]
@@ -390,7 +392,7 @@ def test_the_textbook_merges_one_occurrence_at_a_time_like_the_libraries() -> No
 @given(seed=st.integers(0, 10**9))
 def test_the_textbook_equals_the_encoder_on_imported_vocabularies(seed: int) -> None:
     """The oracle ``stacktok audit`` and the tiktoken proof use, on generated lists with unsafe ranks."""
-    from stacktok_export.textbook import MergeListBPE
+    from stacktok_export.models.bpe.textbook import MergeListBPE
 
     tok = _tok(*_random_vocabulary(seed), ignore_merges=False)
     textbook = MergeListBPE.of(tok)
@@ -403,7 +405,7 @@ def test_the_textbook_equals_the_encoder_on_imported_vocabularies(seed: int) -> 
 def test_the_textbook_of_a_tokenizer_keeps_a_byte_without_a_token_apart() -> None:
     """A byte the vocabulary lacks becomes ``-1 - byte`` (never merged; ``stacktok audit``
     reports it so), not ``None``."""
-    from stacktok_export.textbook import MergeListBPE
+    from stacktok_export.models.bpe.textbook import MergeListBPE
 
     tokens = [bytes([b]) for b in range(255)] + [b"ab", b"<|eos|>"]  # no 0xff
     tok = StackTokenizer.from_vocab(
@@ -418,7 +420,7 @@ def test_the_textbook_of_a_tokenizer_keeps_a_byte_without_a_token_apart() -> Non
 
 def test_a_full_cache_starts_over_keeping_what_the_call_reads() -> None:
     """Overflow drops the entries this call does not read and merges only its new keys."""
-    from stacktok_export.merging import _fill
+    from stacktok_export.models.bpe.model import _fill
 
     merged: list[set] = []
 

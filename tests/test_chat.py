@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stacktok_export import StackTokenizer
-from stacktok_export.chat import ChatFormatError, render_conversation
+from stacktok_export.chat.chat import ChatFormatError, render_conversation
 
 CONVERSATION = [
     {"role": "system", "content": "You are terse."},

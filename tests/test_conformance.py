@@ -116,8 +116,8 @@ def test_the_one_loader_classifies_every_outcome(tmp_path: Path, monkeypatch: py
 
 def test_floor_and_suite_share_first_difference() -> None:
     from conformance.checks import runner, windows
-    from stacktok_export import diff
     from stacktok_export.pack import encode
+    from stacktok_export.util import diff
 
     assert windows.first_difference is diff.first_difference is runner.first_difference
     assert encode.first_difference is diff.first_difference

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from stacktok_export import corpus
-from stacktok_export.corpus import CorpusError, CorpusOptions, ReadStats, read_documents, training_texts
+from stacktok_export.corpus import corpus
+from stacktok_export.corpus.corpus import (
+    CorpusError,
+    CorpusOptions,
+    ReadStats,
+    read_documents,
+    training_texts,
+)
 
 from .conftest import need
 

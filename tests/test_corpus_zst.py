@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from stacktok_export import corpus
-from stacktok_export.corpus import CorpusError, CorpusOptions, read_input
+from stacktok_export.corpus import corpus
+from stacktok_export.corpus.corpus import CorpusError, CorpusOptions, read_input
 from stacktok_export.pack import plan
 
 from .conftest import need

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from conformance.core.declared import UNICODE_TABLES, Declarations
 from conformance.core.fixtures import Divergence
 from stacktok_export import load_tokenizer
-from stacktok_export.drift import OTHER, SAME, TABLES, DriftCache
 from stacktok_export.export.tiktoken_fmt import to_tiktoken
+from stacktok_export.split.drift import OTHER, SAME, TABLES, DriftCache
 
 REF = load_tokenizer()
 U17 = "\U000323b0"  # a Unicode 17 letter; tiktoken 0.14's tables call it punctuation

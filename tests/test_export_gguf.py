@@ -22,9 +22,10 @@ from conformance.backends import BackendMissing
 from conformance.backends import require as require_backend
 from conformance.backends.llama_backend import LlamaCppTokenizer
 from stacktok_export import StackTokenizer
-from stacktok_export.chat import CHAT_TEMPLATE, render_conversation, render_text
-from stacktok_export.export.bytelevel import to_chars
-from stacktok_export.export.gguf_fmt import gguf_bytes, read_gguf_metadata, require
+from stacktok_export.chat.chat import CHAT_TEMPLATE, render_conversation, render_text
+from stacktok_export.export.gguf_fmt import gguf_bytes
+from stacktok_export.gguf.reader import read_gguf_metadata, require
+from stacktok_export.split.bytelevel import to_chars
 
 from .conftest import PROBE, SHIPPED, stdlib_text
 from .strings import HARD_STRINGS as SHARED_HARD_STRINGS

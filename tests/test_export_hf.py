@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stacktok_export import SPECIAL_TOKENS, StackTokenizer
-from stacktok_export.chat import render_conversation
+from stacktok_export.chat.chat import render_conversation
 from stacktok_export.export.hf import to_hf_tokenizer, to_transformers
 
 from .conftest import SHIPPED_HF, need
@@ -96,7 +96,7 @@ def test_decode_of_reference_ids_is_exact(auto_tok, raw_tok, shipped_tok, text) 
 
 
 def test_every_single_token_decodes_to_its_bytes(raw_tok, shipped_tok) -> None:
-    from stacktok_export.export.bytelevel import to_chars
+    from stacktok_export.split.bytelevel import to_chars
 
     table = shipped_tok.token_bytes()
     for i, b in enumerate(table):
@@ -212,7 +212,7 @@ def test_tokenizer_json_shape() -> None:
 @given(data=st.binary(max_size=64))
 def test_byte_level_strings_are_one_table_character_per_byte(data: bytes) -> None:
     """The fast path (Latin-1 decode + translate) against the definition, and back."""
-    from stacktok_export.export.bytelevel import byte_to_char, from_chars, to_chars
+    from stacktok_export.split.bytelevel import byte_to_char, from_chars, to_chars
 
     table = byte_to_char()
     assert to_chars(data) == "".join(table[b] for b in data)

@@ -81,7 +81,7 @@ def test_self_reachable_proof_finds_a_token_merges_never_reach(small_tok) -> Non
     agrees with BPE one token at a time: true of a trained vocabulary, false once a merge is appended
     whose bytes the earlier merges split otherwise (tiktoken would take that token whole)."""
     from stacktok_export.export.tiktoken_fmt import tiktoken_unproven
-    from stacktok_export.vocab import self_reachable
+    from stacktok_export.models.bpe.model import self_reachable
 
     assert self_reachable(small_tok) and tiktoken_unproven(small_tok) is None
     bad = StackTokenizer(name="appended")

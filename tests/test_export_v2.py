@@ -27,13 +27,13 @@ import unicodedata
 import pytest
 
 from stacktok_export import StackTokenizer
-from stacktok_export.artifact import shipped_artifact_path
+from stacktok_export.artifact.artifact import shipped_artifact_path
 from stacktok_export.export import ExportRefused, check_exports, export_all, render_exports, render_format
-from stacktok_export.export.bytelevel import byte_to_char, to_chars
 from stacktok_export.export.tiktoken_fmt import tiktoken_unproven
 from stacktok_export.export.tiktoken_proof import tiktoken_refusal
 from stacktok_export.export.vocab import token_chars
-from stacktok_export.pretokenize import LLAMA3_PATTERN
+from stacktok_export.split.bytelevel import byte_to_char, to_chars
+from stacktok_export.split.pretokenize import LLAMA3_PATTERN
 
 from .conftest import need
 from .helpers.paths import ROOT, SHIPPED
@@ -299,8 +299,9 @@ def closed_gguf(closed, tmp_path_factory):
 
 def test_gguf_fields_of_an_imported_artifact(closed, closed_gguf):
     from stacktok_export.export import gguf_fmt
+    from stacktok_export.gguf import reader as gguf_reader
 
-    meta = gguf_fmt.read_gguf_metadata(closed_gguf)
+    meta = gguf_reader.read_gguf_metadata(closed_gguf)
     tokens, types = meta["tokenizer.ggml.tokens"], meta["tokenizer.ggml.token_type"]
     assert meta["tokenizer.ggml.pre"] == "llama3"  # the Llama-3 split with ignore_merges
     assert tokens[300] == "<|im_start|>" and types[300] == gguf_fmt.TOKEN_TYPE_CONTROL
@@ -314,7 +315,7 @@ def test_gguf_fields_of_an_imported_artifact(closed, closed_gguf):
 
 
 def test_gguf_pre_type_follows_ignore_merges(closed):
-    from stacktok_export.export.gguf_pre import pre_type
+    from stacktok_export.gguf.pre import pre_type
 
     plain = StackTokenizer.from_vocab(
         tokens=closed.id_bytes(),
@@ -346,7 +347,7 @@ def _with_ordinary_eos_text() -> StackTokenizer:
 def test_gguf_refuses_a_token_llama_cpp_retypes(tmp_path, monkeypatch):
     """llama.cpp makes a NORMAL ``</s>`` a control token on load; trusted text then splits it out."""
     from conformance.backends.llama_backend import LlamaCppTokenizer
-    from stacktok_export.export import gguf_pre
+    from stacktok_export.gguf import pre as gguf_pre
 
     tok = _with_ordinary_eos_text()
     with pytest.raises(ExportRefused, match=r"^gguf export of slash-s: token id 258 '</s>' is not a control"):

@@ -34,6 +34,7 @@ from conformance.core.layout import Exports
 from conformance.fuzz.generators import GENERATORS, GenContext
 from stacktok_export import load_tokenizer
 from stacktok_export.export import gguf_fmt
+from stacktok_export.gguf import reader as gguf_reader
 
 from .helpers import ROOT, SHIPPED, SHIPPED_HF, build_checkpoint, json_edit, replace, run_gate
 
@@ -163,7 +164,7 @@ def test_gguf_with_another_pre_regex_is_found_and_shrunk(tmp_path: Path, monkeyp
     monkeypatch.setattr(gguf_fmt, "TOKENIZER_PRE", "gpt-2")
     gguf_path = root / "stack100m-32768.gguf"
     gguf_path.write_bytes(gguf_fmt.gguf_bytes(load_tokenizer(SHIPPED)))
-    assert gguf_fmt.read_gguf_metadata(gguf_path)["tokenizer.ggml.pre"] == "gpt-2"
+    assert gguf_reader.read_gguf_metadata(gguf_path)["tokenizer.ggml.pre"] == "gpt-2"
     llama = LlamaCppTokenizer(gguf_path)
     code, probes, _, seconds = run_fuzz(
         directory, tmp_path / "cx.jsonl", "--backends", "llama.cpp", "--examples", EXAMPLES

@@ -22,10 +22,10 @@ import pytest
 from conformance.checks.compare import INJECTION_TEXT
 from conformance.core import expect
 from stacktok_export import StackTokenizer
-from stacktok_export.export.bytelevel import to_chars
-from stacktok_export.export.gguf_fmt import read_gguf_file
 from stacktok_export.export.hf import hf_files
 from stacktok_export.export.tiktoken_fmt import tiktoken_text
+from stacktok_export.gguf.reader import read_gguf_file
+from stacktok_export.split.bytelevel import to_chars
 
 from .helpers import llama_vocab
 from .helpers.gate import failing, run_gate

@@ -2,7 +2,7 @@
 
 A tiny random-weight ``LlamaForCausalLM`` around the shipped tokenizer files
 (:func:`conformance.served.build_tiny_model`) -> the stock converter refuses it (our chkhsh) ->
-``python -m stacktok_export.llama_convert CONVERTER ...`` converts it -> llama-cpp-python loads
+``python -m stacktok_export.gguf.llama_convert CONVERTER ...`` converts it -> llama-cpp-python loads
 the weights, tokenizes every probe like the vocab-only GGUF, stops only at <|eos|>/<|end|> ->
 ``stacktok retokenize`` completes the metadata and the gate passes.
 
@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from stacktok_export import StackTokenizer
-from stacktok_export.export.gguf_fmt import read_gguf, read_gguf_fields
 from stacktok_export.export.gguf_model import retokenize
-from stacktok_export.llama_convert import CHKHSH, CHKTXT, PRE, chkhsh
+from stacktok_export.gguf.llama_convert import CHKHSH, CHKTXT, PRE, chkhsh
+from stacktok_export.gguf.reader import read_gguf, read_gguf_fields
 
 from .conftest import SHIPPED, SHIPPED_HF, need
 from .helpers import run_gate
@@ -58,7 +58,7 @@ def hf_model(tmp_path_factory: pytest.TempPathFactory, converter: Path) -> Path:
 
 
 def convert(converter: Path, model: Path, out: Path, *, wrapped: bool) -> subprocess.CompletedProcess[str]:
-    front = [sys.executable, "-m", "stacktok_export.llama_convert"] if wrapped else [sys.executable]
+    front = [sys.executable, "-m", "stacktok_export.gguf.llama_convert"] if wrapped else [sys.executable]
     cmd = [*front, str(converter), str(model), "--outfile", str(out), "--outtype", "f32"]
     return subprocess.run(cmd, capture_output=True, text=True, check=False)
 

@@ -18,8 +18,9 @@ import pytest
 from conformance.backends.llama_backend import LlamaCppTokenizer
 from conformance.core.fixtures import load_probes
 from stacktok_export import StackTokenizer
-from stacktok_export.export.gguf_fmt import TOKEN_TYPE_UNUSED, read_gguf_fields
+from stacktok_export.export.gguf_fmt import TOKEN_TYPE_UNUSED
 from stacktok_export.export.gguf_model import retokenize
+from stacktok_export.gguf.reader import read_gguf_fields
 
 from .conftest import ROOT, SHIPPED, need
 from .tiny_llama import write_tiny_llama

@@ -1,4 +1,4 @@
-"""stacktok_export.gguf_kv.read_fields against gguf-py's GGUFReader, file by file.
+"""stacktok_export.gguf.kv.read_fields against gguf-py's GGUFReader, file by file.
 
 The gate reads every GGUF through ``read_fields``: a walk of the header that answers ordinary
 files itself and hands odd ones to ``GGUFReader``. These tests hold it to the library's answer
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stacktok_export import gguf_kv
-from stacktok_export.gguf_kv import read_fields
+from stacktok_export.gguf import kv as gguf_kv
+from stacktok_export.gguf.kv import read_fields
 
 from .helpers.llama_vocab import models_or_fail
 from .helpers.paths import GGUF, SHIPPED_HF

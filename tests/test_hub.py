@@ -293,7 +293,7 @@ def test_fuzz_and_audit_take_a_hub_id_too(hub_cache, no_network, tmp_path) -> No
     "revision",
     ["../../../../tmp", "main/../../x", "refs/../..", "/etc", "a..b", ".hidden", "main/"],
 )
-def test_a_revision_that_is_no_git_name_is_refused_before_any_look_up(hub_cache, no_network, revision) -> None:
+def test_a_revision_that_is_no_git_name_is_refused_before_look_up(hub_cache, no_network, revision) -> None:
     """issue 37: ``org/name@..`` resolved outside the cache and was gated as if it were the repo."""
     with pytest.raises(UsageError, match="is not a valid revision") as err:
         resolve_target(f"{REPO}@{revision}")

@@ -23,12 +23,12 @@ import pytest
 from conformance.report.entry import run_main
 from stacktok_cli import importing
 from stacktok_export import load_tokenizer
-from stacktok_export.gguf_kv import read_kv
+from stacktok_export.gguf.kv import read_kv
+from stacktok_export.gguf.pretypes import PRE_TYPES
 from stacktok_export.importers import ImportRefused, import_tokenizer, read_source
 from stacktok_export.importers.common import GPT2_PATTERN
 from stacktok_export.importers.tiktoken_src import derive_merges, final_pair
-from stacktok_export.pretokenize import LLAMA3_PATTERN
-from stacktok_export.pretypes import PRE_TYPES
+from stacktok_export.split.pretokenize import LLAMA3_PATTERN
 
 from .helpers import llama_vocab
 from .helpers.paths import GGUF, ROOT, SHIPPED, SHIPPED_HF, TIKTOKEN
@@ -140,7 +140,7 @@ def _write_gguf(path, *, model="gpt2", pre="gpt-2", merges=(), space_prefix=Fals
     if space_prefix:
         w.add_add_space_prefix(True)
     w.add_tokenizer_pre(pre)
-    from stacktok_export.export.bytelevel import to_chars
+    from stacktok_export.split.bytelevel import to_chars
 
     tokens = [to_chars(bytes([b])) for b in range(256)] + [to_chars(b"ab"), "<|end|>"]
     w.add_token_list(tokens)

@@ -102,7 +102,7 @@ def test_tiktoken_is_proven_equal_on_every_single_pattern_vocabulary(models, nam
 
     from stacktok_export.export.tiktoken_fmt import to_tiktoken
     from stacktok_export.export.tiktoken_proof import tiktoken_refusal
-    from stacktok_export.pretokenize import compile_pattern
+    from stacktok_export.split.pretokenize import compile_pattern
 
     tok = import_tokenizer(models / f"ggml-vocab-{name}.gguf")
     reason = tiktoken_refusal(tok)
@@ -227,7 +227,7 @@ def test_every_covering_split_leaves_no_text_between_matches(text):
     marks, controls, white space), so tiktoken's findall drops nothing."""
     import regex
 
-    from stacktok_export.pretypes import COVERING
+    from stacktok_export.gguf.pretypes import COVERING
 
     for pattern in COVERING:
         assert "".join(regex.findall(pattern, text)) == text, pattern
@@ -237,7 +237,7 @@ def test_a_document_holding_any_special_string_is_verified(tmp_path):
     """Specials spelled without ``<|`` (``<s>``, ``[SEP]``) count as special-token strings too:
     the packer re-encodes such a document with the reference and compares."""
     from stacktok_export.pack.encode import VERIFIED, DocEncoder, EncoderSpec
-    from stacktok_export.pretokenize import LLAMA3_PATTERN
+    from stacktok_export.split.pretokenize import LLAMA3_PATTERN
 
     tokens = [bytes([b]) for b in range(256)] + [b"<s>", b"</s>", b"[SEP]"]
     tok = StackTokenizer.from_vocab(
@@ -260,8 +260,8 @@ def test_a_document_holding_any_special_string_is_verified(tmp_path):
 def test_a_qwen2_split_takes_the_fast_split_line_cache_and_windows(models, monkeypatch):
     """Qwen2's split is the Llama-3 one with single digits: the ``re`` split, the line cache and
     the windows serve it (``ascii_split.ASCII_FORMS``), giving the ids of ``regex`` alone."""
-    from stacktok_export import bpe as bpe_module
-    from stacktok_export.pretokenize import QWEN2_PATTERN
+    from stacktok_export.models.bpe import bpe as bpe_module
+    from stacktok_export.split.pretokenize import QWEN2_PATTERN
 
     from .conftest import ROOT
 
@@ -293,8 +293,8 @@ def test_a_code_point_is_proven_only_where_its_shape_tells_the_classes_apart(mod
     apart (Qwen2's ``é``; under GPT-2's split, where a letter or a number takes the space before
     it alike, only punctuation such as ``─``): SAME when tiktoken agrees, TABLES when an encoder
     puts it among the numbers."""
-    from stacktok_export.drift import SAME, TABLES, UNPROVEN, DriftCache, hypothesis_ids
     from stacktok_export.pack.encode import REFERENCE, DocEncoder, EncoderSpec
+    from stacktok_export.split.drift import SAME, TABLES, UNPROVEN, DriftCache, hypothesis_ids
 
     tok = import_tokenizer(models / f"ggml-vocab-{name}.gguf")
     assert tok.encode(" \u044b") == tok.encode(" ") + tok.encode("\u044b")  # the weak spot

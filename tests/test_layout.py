@@ -1,11 +1,13 @@
 """The house's shape, checked: the README's layout section is the tree, modules stay small,
-and the layering contracts (import-linter, ``pyproject.toml``) hold.
+no import circle (every ``import`` statement counted), and the layering contracts
+(import-linter, ``pyproject.toml``) hold.
 
 Out of scope: style (ruff, ``nox -s lint``).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -64,3 +66,108 @@ def test_layering_contracts_hold() -> None:
     out = subprocess.run([str(exe)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "0 broken" in out.stdout
+
+
+# ---------------------------------------------------------------- import circles
+#: the packages whose import graph must have no circle
+ACYCLIC = ("stacktok_export", "conformance", "stacktok_cli")
+
+
+def _modules(tops: tuple[str, ...]) -> dict[str, tuple[Path, bool]]:
+    """Dotted name -> (file, is a package) of every module under ``tops``."""
+    found = {}
+    for top in tops:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if "__pycache__" in parts:
+                continue
+            is_pkg = parts[-1] == "__init__"
+            found[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    return found
+
+
+def import_graph(tops: tuple[str, ...] = ACYCLIC) -> dict[str, set[str]]:
+    """Module -> the modules it imports, from every ``import`` / ``from ... import`` anywhere in
+    the file (module level, functions, ``TYPE_CHECKING``), relative ones resolved. ``from P import
+    name`` is an edge to ``P.name`` when that is a module, else to ``P``; a name outside ``tops``
+    is no edge."""
+    mods = _modules(tops)
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for name, (path, is_pkg) in mods.items():
+        package = name if is_pkg else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in mods:  # a name inside a module: the module
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert circles(graph) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_counting_every_import() -> None:
+    """No circle among the modules of the floor, the suite and the command line, counting
+    ``TYPE_CHECKING`` and function-level imports too: they hide a coupling from import-linter
+    (``exclude_type_checking_imports = false`` keeps the contracts as strict), not remove it."""
+    found = circles(import_graph())
+    assert not found, (
+        "import circles (break each with a protocol, data passed down, or a move): "
+        + "; ".join(" <-> ".join(c) for c in found)
+    )

@@ -308,7 +308,7 @@ def _wide_tokenizer():
     pairs, pairs + a capital, those + another capital (each token made one way only)."""
     import string
 
-    from stacktok_export.bpe import StackTokenizer
+    from stacktok_export.models.bpe.bpe import StackTokenizer
 
     tokens: list[bytes | None] = [b"<|bos|>", b"<|eos|>", *(bytes([i]) for i in range(256))]
     merges: list[tuple[int, int]] = []
@@ -359,8 +359,8 @@ def test_a_vocabulary_over_65536_ids_packs_uint32(tmp_path: Path) -> None:
 def test_an_unreachable_token_never_takes_the_tiktoken_path(tmp_path: Path) -> None:
     """v1's layout, but ``hel`` (he + l) is not self-reachable: BPE merges ``el`` first. tiktoken
     takes ``hel`` whole, so the packer must not trust it for any document (not only its sample)."""
-    from stacktok_export.bpe import SPECIAL_TOKENS, StackTokenizer
     from stacktok_export.export.tiktoken_fmt import tiktoken_unproven, to_tiktoken
+    from stacktok_export.models.bpe.bpe import SPECIAL_TOKENS, StackTokenizer
 
     h, e, ll = ord("h"), ord("e"), ord("l")
     tokens = [bytes([i]) for i in range(256)] + [b"el", b"he", b"hel"] + [s.encode() for s in SPECIAL_TOKENS]
@@ -384,7 +384,7 @@ def test_each_piece_of_a_cut_input_is_a_part_and_small_inputs_share_one(tmp_path
     half of them) doubled the next part; pieces now stand alone, small whole inputs still share."""
     import random
 
-    from stacktok_export.corpus import CorpusOptions
+    from stacktok_export.corpus.corpus import CorpusOptions
     from stacktok_export.pack.plan import PLAN_VERSION, cut_units, group_parts
 
     rng = random.Random(7)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from stacktok_export.corpus import CorpusOptions
+from stacktok_export.corpus.corpus import CorpusOptions
 from stacktok_export.pack import EngineError, PackOptions, pack
 from stacktok_export.pack.plan import cut_units
 

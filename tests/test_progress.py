@@ -1,4 +1,4 @@
-"""The one progress reporter (stacktok_export.progress) and the commands that use it."""
+"""The one progress reporter (stacktok_export.util.progress) and the commands that use it."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import stacktok_cli
-from stacktok_export import progress as progress_mod
-from stacktok_export.progress import Progress
-from stacktok_export.trainer import ProgressBar
+from stacktok_export.trainer.trainer import ProgressBar
+from stacktok_export.util import progress as progress_mod
+from stacktok_export.util.progress import Progress
 
 from .conftest import stdlib_text
 from .helpers import SHIPPED_HF, GateData, GateRun, run_gate, write_jsonl

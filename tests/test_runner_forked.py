@@ -13,7 +13,7 @@ from conformance.checks import forked
 from conformance.checks.runner import result_rows, run_suite
 from conformance.core.fixtures import Divergence, FixtureSet, Probe
 from conformance.core.layout import Exports
-from stacktok_export.progress import Progress
+from stacktok_export.util.progress import Progress
 
 from .conftest import SHIPPED, SHIPPED_HF
 from .strings import HARD_STRINGS

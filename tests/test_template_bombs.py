@@ -112,7 +112,7 @@ def test_real_templates_render_exactly_as_in_process(name: str) -> None:
 
 
 def test_the_shipped_template_renders_the_trained_format() -> None:
-    from stacktok_export.chat import render_text
+    from stacktok_export.chat.chat import render_text
 
     trial = try_template(SHIPPED_TEMPLATE)
     assert trial.renders[0].text == render_text(sample_messages(0), add_generation_prompt=False)

@@ -28,7 +28,7 @@ from conformance.backends.tiktoken_backend import TiktokenBackend
 from conformance.core.declared import Declarations
 from conformance.core.fixtures import FixtureSet, Probe
 from stacktok_export import StackTokenizer
-from stacktok_export.artifact import ARTIFACT_NAME
+from stacktok_export.artifact.artifact import ARTIFACT_NAME
 from stacktok_export.export.tiktoken_fmt import to_tiktoken
 
 from .conftest import ROOT, need

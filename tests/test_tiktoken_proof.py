@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from stacktok_export import StackTokenizer
 from stacktok_export.export.tiktoken_fmt import to_tiktoken
 from stacktok_export.export.tiktoken_proof import tiktoken_refusal
-from stacktok_export.pretokenize import LLAMA3_PATTERN
+from stacktok_export.split.pretokenize import LLAMA3_PATTERN
 
 from .conftest import need
 

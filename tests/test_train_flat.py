@@ -12,8 +12,9 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stacktok_export import SPLIT_PATTERN, train_flat, trainer
-from stacktok_export.trainer import _MergeState, train_merges
+from stacktok_export import SPLIT_PATTERN
+from stacktok_export.trainer import train_flat, trainer
+from stacktok_export.trainer.trainer import _MergeState, train_merges
 
 from .conftest import stdlib_text
 from .test_bpe import corpus_text, naive_merges
@@ -164,7 +165,7 @@ def test_a_long_run_of_letters_merges_as_a_long_word() -> None:
 
 def test_a_merge_without_holders_or_occurrences_changes_nothing() -> None:
     """Stale or empty word lists (a pair no word holds any more) merge nothing and count nothing."""
-    from stacktok_export.train_flat import FlatWords
+    from stacktok_export.trainer.train_flat import FlatWords
 
     flat = FlatWords([b"abc", b"bcd"], [2, 3])
     ab, cd = 97 << 16 | 98, 99 << 16 | 100

@@ -20,7 +20,7 @@ from conformance.core.errors import UsageError
 from conformance.core.layout import trusted_roots
 from conformance.core.outputs import check_outputs
 from conformance.validate.entries import guard_directory
-from stacktok_export._atomic import write_report
+from stacktok_export.util.atomic import write_report
 from stacktok_export.util.bounded import Budget, run_bounded
 from stacktok_export.util.limits import Limits, current, raised
 from stacktok_export.util.untrusted import UntrustedFileError, escape, read_untrusted

@@ -15,8 +15,8 @@ import pytest
 
 import stacktok_cli
 from stacktok_cli import tokens
-from stacktok_export import artifact as artifact_module
-from stacktok_export.artifact import shipped_artifact_path
+from stacktok_export.artifact import artifact as artifact_module
+from stacktok_export.artifact.artifact import shipped_artifact_path
 from stacktok_export.export import export_all, gguf_fmt, stale_temps
 
 from .conftest import ROOT, SHIPPED, SHIPPED_HF, need

@@ -249,7 +249,7 @@ def test_jinja_file_syntax_error_names_the_line(hf: Path) -> None:
 
 def test_shipped_template_needs_the_generation_tag_extension() -> None:
     from conformance.validate import validate_template
-    from stacktok_export.chat import CHAT_TEMPLATE
+    from stacktok_export.chat.chat import CHAT_TEMPLATE
 
     assert "{%- generation -%}" in CHAT_TEMPLATE
     validate_template("x", "chat_template", CHAT_TEMPLATE)  # parses: the no-op tag is registered

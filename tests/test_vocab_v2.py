@@ -11,9 +11,9 @@ import random
 
 import pytest
 
-from stacktok_export.artifact import ArtifactError
-from stacktok_export.bpe import StackTokenizer, load_tokenizer
-from stacktok_export.pretokenize import LLAMA3_PATTERN
+from stacktok_export.artifact.artifact import ArtifactError
+from stacktok_export.models.bpe.bpe import StackTokenizer, load_tokenizer
+from stacktok_export.split.pretokenize import LLAMA3_PATTERN
 from tests.helpers.strings import HARD_STRINGS as TRICKY
 
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -154,7 +154,7 @@ def test_missing_bytes_are_dropped_as_hf_bpe_drops_them() -> None:
     an unk token drops them and merges across the gap; the reference does the same."""
     import tokenizers
 
-    from stacktok_export.export.bytelevel import to_chars
+    from stacktok_export.split.bytelevel import to_chars
 
     tokens = [bytes([i]) for i in range(256) if i not in (0xC3, 0xBF)] + [b"ab", b"<s>"]
     a, b = tokens.index(b"a"), tokens.index(b"b")

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
-NAME = "stack100m-32768"  # the stem of stacktok_export.artifact.ARTIFACT_NAME (checked by the tests)
+NAME = "stack100m-32768"  # the stem of stacktok_export.artifact.artifact.ARTIFACT_NAME (checked by the tests)
 
 
 def stack100m_32768() -> dict[str, Any]:
     """``tiktoken.Encoding`` keyword arguments for the artifact shipped in the wheel."""
-    from stacktok_export.artifact import shipped_artifact_path
-    from stacktok_export.bpe import StackTokenizer
+    from stacktok_export.artifact.artifact import shipped_artifact_path
     from stacktok_export.export.tiktoken_fmt import to_tiktoken
+    from stacktok_export.models.bpe.bpe import StackTokenizer
 
     enc = to_tiktoken(StackTokenizer.load(shipped_artifact_path()), name=NAME)
     # tiktoken's own pickling form of an Encoding: its constructor's arguments

@@ -1,9 +1,12 @@
 """``stacktok audit [ARTIFACT_OR_DIR]``: a static audit of a byte-level BPE vocabulary.
 
-Input: an artifact JSON (default: the shipped one), or a tokenizer directory
--- then the vocabulary in its ``tokenizer.json`` (merges + vocab, turned back
-into bytes with the GPT-2 byte<->char table) *and* the artifact given by
-``--artifact`` (default: shipped) are audited. Findings, one line each:
+Input: an artifact JSON (default: the ``--artifact`` default,
+``conformance.core.arguments``), or a tokenizer directory or Hub id -- then the
+vocabulary in its ``tokenizer.json`` (merges + vocab, turned back into bytes
+with the GPT-2 byte<->char table) *and* the artifact given by ``--artifact``
+are audited. The inputs are planned as every tool plans them
+(``conformance.plan``): the directory's files validated once (a malformed one
+is exit 2, as in the gate), the artifact loaded once. Findings, one line each:
 
 1. ``self_reachable`` -- merge-list BPE of every token's own bytes gives
    exactly that token. Only then do tiktoken's rank merging and HF/llama.cpp
@@ -38,7 +41,7 @@ One idea per module: ``command`` (arguments, run, exit), ``target`` (what is aud
 ``vocab`` / ``tokenizer_json`` (reading a vocabulary), ``reachability`` / ``collisions`` /
 ``informational`` (findings 1-6), ``vocabulary`` (running them), ``unicode_scan`` /
 ``backends`` / ``unicode_tables`` (finding 7), ``findings`` (rows + evidence), ``render``
-(human and JSON output). The merge rule is ``stacktok_export.textbook``.
+(human and JSON output). The merge rule is ``stacktok_export.models.bpe.textbook``.
 
 Out of scope: fixing anything; whether a directory's export files match the
 artifact (``stacktok gate`` checks that -- ``unicode_tables`` compares the
@@ -61,8 +64,8 @@ from conformance.audit.unicode_scan import (
 )
 from conformance.audit.unicode_scan import code_point_runs as _ranges  # the tests' old name
 from conformance.audit.vocabulary import VIOLATIONS
-from stacktok_export.drift import choose_shape
-from stacktok_export.textbook import MergeListBPE
+from stacktok_export.models.bpe.textbook import MergeListBPE
+from stacktok_export.split.drift import choose_shape
 
 __all__ = [
     "SENTINELS",

@@ -19,13 +19,13 @@ from pathlib import Path
 
 from conformance.audit.findings import Found, found
 from conformance.audit.unicode_scan import Encode, Scan, scan_blocks, sentinel_classes
-from conformance.core.declared import UNICODE_TABLES
-from conformance.core.fixtures import FIXTURES, Divergence, FixtureError, load_divergences, version_matches
+from conformance.core.declared import UNICODE_TABLES, applies
+from conformance.core.fixtures import FIXTURES, Divergence, FixtureError, load_divergences
 from conformance.core.layout import Exports
 from conformance.core.protocol import Backend, BackendMissing
 from stacktok_export import StackTokenizer
-from stacktok_export.drift import Shape
 from stacktok_export.export import FORMATS, export_paths, render_format
+from stacktok_export.split.drift import Shape
 
 SCANNABLE = ("tiktoken", "tokenizers", "transformers", "llama.cpp")
 DEFAULT_BACKENDS = ("tiktoken", "tokenizers", "llama.cpp")
@@ -88,9 +88,7 @@ def declared_ids(declarations: Sequence[Divergence], name: str, version: str) ->
     """Ids of the ``unicode_tables`` declarations for backend ``name`` at ``version``
     (the matching rule itself is ``conformance.core.declared``)."""
     return sorted(
-        d.id
-        for d in declarations
-        if d.backend == name and d.cause == UNICODE_TABLES and version_matches(version, d.versions)
+        d.id for d in declarations if d.cause == UNICODE_TABLES and applies(d, backend=name, version=version)
     )
 
 

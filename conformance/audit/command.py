@@ -2,7 +2,8 @@
 
 Exit 0: no violation of the vocabulary findings in ``VIOLATIONS``; 1: a violation (the suite's
 one rule, :func:`conformance.core.rows.exit_code`, over the findings' rows -- ``info`` and
-``skip`` never fail); 2: usage error (``conformance.core.errors.UsageError``, one line).
+``skip`` never fail); 2: usage error (``conformance.core.errors.UsageError``, one line) or a
+malformed file of the directory (validated once, as the gate validates it: ``conformance.plan``).
 
 Out of scope: what any finding checks (the other modules of ``conformance.audit``).
 """
@@ -16,23 +17,22 @@ from pathlib import Path
 from conformance.audit.backends import DEFAULT_BACKENDS, SCANNABLE
 from conformance.audit.findings import Findings
 from conformance.audit.render import render_human, report_text, verdict_line
-from conformance.audit.target import resolve_target
+from conformance.audit.target import plan_audit
 from conformance.audit.unicode_tables import Say, audit_unicode, skipped_unicode
 from conformance.audit.vocabulary import vocab_findings
-from conformance.core.hub import resolve_target as resolve_hub
+from conformance.core.arguments import add_artifact_flag, comma_list
 from conformance.core.rows import exit_code
 from conformance.report.entry import verdict_or_usage
-from stacktok_export._atomic import write_text_atomic
-from stacktok_export.progress import Progress
+from stacktok_export.util.atomic import write_text_atomic
+from stacktok_export.util.progress import Progress
 
 
 def run_audit(args: argparse.Namespace) -> int:
     say: Say = Progress(quiet=args.quiet)  # the one progress view every long command uses
     start = time.perf_counter()
-    path = None if args.path is None else Path(resolve_hub(args.path).directory)
-    target = resolve_target(path, args.artifact)
+    plan = plan_audit(args.path, args.artifact, json=args.json)
     findings = Findings()
-    vocab, tok = vocab_findings(target, say)
+    vocab, tok = vocab_findings(plan, say)
     findings.extend(vocab)
     vocab_seconds = time.perf_counter() - start
     timings: dict[str, float] = {}
@@ -43,27 +43,18 @@ def run_audit(args: argparse.Namespace) -> int:
     elif not args.backends:
         findings.add(skipped_unicode("no backend selected (--backends none)"))
     else:
-        unicode, timings = audit_unicode(tok, target.artifact, args.backends, say)
+        unicode, timings = audit_unicode(tok, plan.artifact, args.backends, say)
         findings.extend(unicode)
     code = exit_code(findings.rows)
     seconds = time.perf_counter() - start
-    print(render_human(findings, target))
+    print(render_human(findings, plan))
     print(verdict_line(code, seconds=seconds, vocab_seconds=vocab_seconds, timings=timings))
     if args.json:
-        write_text_atomic(args.json, report_text(findings, target, tok, code))
+        write_text_atomic(args.json, report_text(findings, plan, tok, code))
     return code
 
 
-def _names(value: str) -> list[str]:
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    if names == ["none"]:
-        return []
-    unknown = [n for n in names if n not in SCANNABLE]
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown backend(s) {unknown}; choose from {', '.join(SCANNABLE)} or none"
-        )
-    return list(dict.fromkeys(names))
+_names = comma_list(SCANNABLE, what="backend", none=True)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -73,14 +64,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="ARTIFACT_OR_DIR",
-        help="artifact JSON, a tokenizer directory, or a Hub id org/name[@rev] (default: the shipped one)",
+        help="artifact JSON, or a tokenizer directory or Hub id org/name[@rev] (then --artifact is "
+        "audited too); default: the --artifact default",
     )
-    p.add_argument(
-        "--artifact",
-        type=Path,
-        default=None,
-        help="with a directory: the artifact to audit too (default: the shipped one)",
-    )
+    add_artifact_flag(p)
     p.add_argument("--json", type=Path, default=None, help="write the findings as JSON")
     p.add_argument(
         "--backends",

@@ -7,7 +7,7 @@ every merge combines lower ids into a higher one, and (tokenizer.json) merges ar
 order of their result ids. :func:`broken_merges` is what is left to say when the merge list
 cannot even be built.
 
-Out of scope: fixing the merge list; the merge rule itself (``stacktok_export.textbook``).
+Out of scope: fixing the merge list; the merge rule itself (``stacktok_export.models.bpe.textbook``).
 """
 
 from __future__ import annotations

@@ -13,20 +13,21 @@ import json
 from typing import Any
 
 from conformance.audit.findings import Findings
-from conformance.audit.target import Target, subject_label
+from conformance.audit.target import subject_label
 from conformance.core.rows import Row
+from conformance.plan import Plan
 from stacktok_export import StackTokenizer
 
 
-def render_human(findings: Findings, target: Target) -> str:
+def render_human(findings: Findings, plan: Plan) -> str:
     """One line a finding (``PASS  name  subject: summary``), then each finding's detail lines."""
     width = max(len(r.check) for r in findings)
     rows = []
     for r in findings:
-        label = subject_label(r.backend, target)
+        label = subject_label(r.backend, plan)
         rows.append(f"{r.status.upper():4s}  {r.check:{width}s}  {label + ': ' if label else ''}{r.message}")
     details = [
-        f"\n{r.check} ({subject_label(r.backend, target) or r.backend}):\n"
+        f"\n{r.check} ({subject_label(r.backend, plan) or r.backend}):\n"
         + "\n".join("  " + x for x in findings.of(r).lines)
         for r in findings
         if findings.of(r).lines
@@ -52,18 +53,18 @@ def finding_json(r: Row, findings: Findings) -> dict[str, Any]:
     }
 
 
-def report(findings: Findings, target: Target, tok: StackTokenizer | None, code: int) -> dict[str, Any]:
+def report(findings: Findings, plan: Plan, tok: StackTokenizer | None, code: int) -> dict[str, Any]:
     return {
         "verdict": "FAIL" if code else "PASS",
         "exit_code": code,
-        "artifact": str(target.artifact),
-        "directory": None if target.directory is None else str(target.directory),
+        "artifact": str(plan.artifact),
+        "directory": None if plan.target is None else str(plan.target.directory),
         "fingerprint": tok.fingerprint if tok else None,
         "findings": [finding_json(r, findings) for r in findings],
     }
 
 
-def report_text(findings: Findings, target: Target, tok: StackTokenizer | None, code: int) -> str:
+def report_text(findings: Findings, plan: Plan, tok: StackTokenizer | None, code: int) -> str:
     """The JSON report as written: sorted keys, two-space indent, ASCII, a final newline."""
-    doc = report(findings, target, tok, code)
+    doc = report(findings, plan, tok, code)
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=True) + "\n"

@@ -1,10 +1,14 @@
 """A ``tokenizer.json`` BPE read back into a :class:`~conformance.audit.vocab.Vocab`.
 
-Tokens are turned back into bytes with the GPT-2 byte<->char table; ids need not follow the
-stacktok layout, so the vocabulary is encoded by the textbook merge-list BPE over its own ids
-(``stacktok_export.textbook``), split by the pre-tokenizer's ``Split`` regex (else Llama-3's).
-Merge-order problems (missing parts, a result not above its children, merges out of id order,
-repeated merges) are collected here for the ``merge_order`` finding.
+The file is the one validation read and parsed (``conformance.validate``, through the audit's
+input plan): never read again here. Tokens are turned back into bytes with the GPT-2
+byte<->char table; ids need not follow the stacktok layout, so the vocabulary is encoded by the
+textbook merge-list BPE over its own ids (``stacktok_export.models.bpe.textbook``), split by the
+pre-tokenizer's ``Split`` regexes (else Llama-3's; several: each an isolated split,
+``stacktok_export.split.pretokenize.isolated_split``). Merge entries are parsed by the floor's one
+parser (``stacktok_export.importers.common.merge_pair``). Merge-order problems (missing parts,
+a result not above its children, merges out of id order, repeated merges) are collected here
+for the ``merge_order`` finding.
 
 Out of scope: non-byte-level vocabularies (SentencePiece ``<0xNN>``), non-special added tokens,
 the other files of the directory (``stacktok gate`` checks those). Anything that is not a
@@ -14,17 +18,18 @@ byte-level BPE ``tokenizer.json`` is a usage error (exit 2).
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import regex
 
 from conformance.audit.findings import hex_bytes
-from conformance.audit.vocab import Vocab, read_json
+from conformance.audit.vocab import Vocab
 from conformance.core.errors import UsageError
-from stacktok_export.export.bytelevel import from_chars
-from stacktok_export.pretokenize import LLAMA3_PATTERN
-from stacktok_export.textbook import MergeListBPE
+from conformance.validate import ReadFile
+from stacktok_export.importers.common import merge_pair
+from stacktok_export.models.bpe.textbook import MergeListBPE
+from stacktok_export.split.bytelevel import from_chars
+from stacktok_export.split.pretokenize import LLAMA3_PATTERN, isolated_split
 
 
 def _hf_patterns(pre: Any) -> list[str]:
@@ -50,26 +55,17 @@ def _splitter(patterns: list[str]) -> Callable[[str], list[str]]:
     def split(text: str) -> list[str]:
         pieces = [text]
         for rx in compiled:
-            out: list[str] = []
-            for piece in pieces:
-                pos = 0
-                for m in rx.finditer(piece):
-                    out += [x for x in (piece[pos : m.start()], m.group()) if x]
-                    pos = m.end()
-                out += [piece[pos:]] if pos < len(piece) else []
-            pieces = out
+            pieces = [p for piece in pieces for p in isolated_split(rx, piece)]
         return pieces
 
     return split
 
 
 def _hf_merge(m: Any) -> tuple[str, str]:
-    if isinstance(m, str) and m.count(" ") == 1:
-        a, b = m.split(" ")
-        return a, b
-    if isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m):
-        return m[0], m[1]
-    raise UsageError(f"tokenizer.json merge {m!r} is neither 'a b' nor [a, b]")
+    pair = merge_pair(m)
+    if pair is None:
+        raise UsageError(f"tokenizer.json merge {m!r} is neither 'a b' nor [a, b]")
+    return pair
 
 
 def hf_merge_problems(merges: list[tuple[str, str]], vocab: dict[str, int]) -> list[str]:
@@ -130,9 +126,10 @@ def _to_bytes(vocab: dict[str, int], specials: dict[str, int]) -> dict[int, byte
     return out
 
 
-def load_hf_vocab(path: Path) -> Vocab:
-    """A ``tokenizer.json`` BPE as a :class:`Vocab` (merge-list BPE over its own ids)."""
-    doc = read_json(path, "tokenizer.json")
+def hf_vocab(read: ReadFile) -> Vocab:
+    """Validation's ``tokenizer.json`` (``Validated.hf["tokenizer.json"]``) as a :class:`Vocab`
+    (merge-list BPE over its own ids)."""
+    path, doc = read.path, read.value
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         raise UsageError(f"{path}: not a tokenizer.json (no model)")
     strings, merges = _hf_strings(doc["model"])

@@ -1,7 +1,7 @@
 """Scanning every code point for pre-tokenizer table differences between a backend and the reference.
 
 Every code point (surrogates skipped, all planes) is put in a probe shape
-(``stacktok_export.drift.Shape``); blocks of :data:`BLOCK` shapes are encoded by the reference
+(``stacktok_export.split.drift.Shape``); blocks of :data:`BLOCK` shapes are encoded by the reference
 and the backend, and a block that differs is bisected down to its single code points
 (:func:`scan_blocks`). :func:`reference_class` / :func:`backend_class` name the class (letter,
 number, space, other) each side gave a code point; :data:`SENTINELS` -- one code point first
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from stacktok_export import StackTokenizer
-from stacktok_export.drift import STAND_INS, Shape, char_class, hypothesis_ids
+from stacktok_export.split.drift import STAND_INS, Shape, char_class, hypothesis_ids
 
 BLOCK = 512  # code points per scanned block
 #: one code point first assigned (as a letter) in each Unicode version, oldest first

@@ -33,8 +33,8 @@ from conformance.audit.unicode_scan import (
     undeclared_versions,
 )
 from stacktok_export import StackTokenizer
-from stacktok_export.drift import Shape, choose_shape
-from stacktok_export.pretokenize import engine_info
+from stacktok_export.split.drift import Shape, choose_shape
+from stacktok_export.split.pretokenize import engine_info
 
 Say = Callable[[str], None]
 

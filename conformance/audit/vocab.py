@@ -2,8 +2,10 @@
 
 A :class:`Vocab` is what every vocabulary finding needs: ordinary ids as bytes, the specials, the
 ids a merge created, a merge-list BPE over the vocabulary's own ids and an untrusted encoder
-(specials are text). :func:`load_artifact_vocab` builds one from an artifact JSON; the
-``tokenizer.json`` reader is ``conformance.audit.tokenizer_json``.
+(specials are text). :func:`artifact_vocab` builds one from the artifact of an input plan
+(``conformance.plan``: loaded once, the suite's shared reference); only when the loader refused
+it is the file read again, to say which merges break it. :func:`load_artifact_vocab` plans an
+artifact alone. The ``tokenizer.json`` reader is ``conformance.audit.tokenizer_json``.
 
 Out of scope: judging the vocabulary (``reachability``, ``collisions``, ``informational``); an
 artifact that ``StackTokenizer.load`` refuses for a reason other than its merge order, which is
@@ -12,8 +14,6 @@ a usage error (exit 2).
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +21,11 @@ from typing import Any
 
 from conformance.core.errors import UsageError
 from conformance.core.expect import OURS, is_ours, ordinary_bytes
-from stacktok_export import ArtifactError, StackTokenizer
-from stacktok_export.textbook import MergeListBPE
-from stacktok_export.util import limits
-from stacktok_export.util.untrusted import UntrustedFileError, read_untrusted
+from conformance.core.layout import file_json
+from conformance.plan import Plan, plan_inputs
+from stacktok_export import StackTokenizer
+from stacktok_export.models.bpe.textbook import MergeListBPE
+from stacktok_export.util.untrusted import UntrustedFileError
 
 
 @dataclass
@@ -50,21 +51,6 @@ class Vocab:
         return sorted(list(self.tokens.items()) + [(i, s.encode("utf-8")) for s, i in self.specials.items()])
 
 
-def read_json(path: Path, what: str) -> Any:
-    """``path`` parsed as JSON; a missing, unreadable or malformed file is a usage error."""
-    if not os.path.lexists(path):
-        raise UsageError(f"{path}: no such {what}")
-    try:  # a regular file of its own folder, bounded: the audit reads untrusted checkpoints too
-        raw = read_untrusted(path, limit=limits.current().tokenizer_json, roots=(Path(path).parent,))
-        return json.loads(raw.decode("utf-8"))
-    except (UntrustedFileError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {what}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from None
-    except (RecursionError, ValueError) as exc:  # nested too deeply; an integer of over 4,300 digits
-        raise UsageError(f"{path}: unreadable JSON ({str(exc)[:120]}); fix or replace the file") from None
-
-
 def artifact_merge_problems(merges: Any) -> list[str]:
     """Forward references and repeated pairs in an artifact's raw merge list.
 
@@ -88,18 +74,31 @@ def artifact_merge_problems(merges: Any) -> list[str]:
     return problems
 
 
-def load_artifact_vocab(path: Path) -> tuple[Vocab | None, StackTokenizer | None, list[str]]:
-    """The artifact as a :class:`Vocab` (``None`` if its merge list is broken) and its problems."""
-    payload = read_json(path, "artifact")
+def refused_merges(path: Path) -> list[str]:
+    """The merge-list problems of an artifact the loader refused (read again, only then); ``[]``
+    when its merge list is not why (then the loader's own message is the usage error)."""
+    try:
+        payload = file_json(path)
+    except (OSError, UntrustedFileError, ValueError, RecursionError):  # the loader said why
+        return []
     v1 = not isinstance(payload, dict) or payload.get("format", OURS) == OURS
     # merge r -> id 256+r is v1's layout; a v2 artifact's merges were checked when it was built
-    problems = artifact_merge_problems(payload.get("merges") if v1 and isinstance(payload, dict) else None)
-    if problems:
-        return None, None, problems
-    try:
-        tok = StackTokenizer.load(path)
-    except ArtifactError as exc:
-        raise UsageError(str(exc)) from None
+    return artifact_merge_problems(payload.get("merges") if v1 and isinstance(payload, dict) else None)
+
+
+def load_artifact_vocab(path: Path) -> tuple[Vocab | None, StackTokenizer | None, list[str]]:
+    """The artifact at ``path``, planned alone (``conformance.plan``), as :func:`artifact_vocab`."""
+    return artifact_vocab(plan_inputs(None, tool="audit", artifact=path, keep_refused=True))
+
+
+def artifact_vocab(plan: Plan) -> tuple[Vocab | None, StackTokenizer | None, list[str]]:
+    """The plan's artifact as a :class:`Vocab` (``None`` if its merge list is broken) and its problems."""
+    path, tok = plan.artifact, plan.ref
+    if tok is None:  # the loader refused it: a broken merge list is a finding, anything else exit 2
+        problems = refused_merges(path)
+        if problems:
+            return None, None, problems
+        raise UsageError(plan.refused)
     if not is_ours(tok):
         return _imported_vocab(tok, path), tok, []
     table = tok.token_bytes()

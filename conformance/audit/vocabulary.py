@@ -15,9 +15,9 @@ from conformance.audit.collisions import check_duplicate_bytes, check_specials_u
 from conformance.audit.findings import Found
 from conformance.audit.informational import check_long_tokens, check_partial_utf8
 from conformance.audit.reachability import broken_merges, check_merge_order, check_self_reachable
-from conformance.audit.target import Target
-from conformance.audit.tokenizer_json import load_hf_vocab
-from conformance.audit.vocab import Vocab, load_artifact_vocab
+from conformance.audit.tokenizer_json import hf_vocab
+from conformance.audit.vocab import Vocab, artifact_vocab
+from conformance.plan import Plan
 from stacktok_export import StackTokenizer
 
 VIOLATIONS = ("self_reachable", "duplicate_bytes", "merge_order", "specials_unreachable")
@@ -36,14 +36,15 @@ def audit_vocab(v: Vocab) -> list[Found]:
     ]
 
 
-def vocab_findings(target: Target, say: Say) -> tuple[list[Found], StackTokenizer | None]:
-    """Every vocabulary finding of ``target``, and the artifact's tokenizer (``None`` if its
-    merge list is broken)."""
+def vocab_findings(plan: Plan, say: Say) -> tuple[list[Found], StackTokenizer | None]:
+    """Every vocabulary finding of the audit's ``plan`` (the directory's validated
+    ``tokenizer.json``, then the artifact), and the artifact's tokenizer (``None`` if its merge
+    list is broken)."""
     findings: list[Found] = []
-    if target.directory is not None:
+    if plan.target is not None:
         say("vocabulary: tokenizer.json")
-        findings += audit_vocab(load_hf_vocab(target.directory / "tokenizer.json"))
-    say(f"vocabulary: {target.artifact.name}")
-    vocab, tok, problems = load_artifact_vocab(target.artifact)
+        findings += audit_vocab(hf_vocab(plan.files.hf["tokenizer.json"]))
+    say(f"vocabulary: {plan.artifact.name}")
+    vocab, tok, problems = artifact_vocab(plan)
     findings += broken_merges("artifact", problems) if vocab is None else audit_vocab(vocab)
     return findings, tok

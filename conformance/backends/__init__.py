@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.core.arguments import comma_list
 from conformance.core.errors import RequiredUnavailable
 from conformance.core.layout import Exports
 from conformance.core.protocol import EXPORT_FILES, Backend, BackendMissing, ExportAbsent
@@ -100,8 +101,12 @@ def _load_reference(path: str, stamp: tuple[int, int]) -> StackTokenizer:
 
 def shared_reference(path: Path) -> StackTokenizer:
     """The artifact's tokenizer, loaded once per file version and shared by the runner and the
-    adapters that need it (its pre-token cache then serves every one of them)."""
-    stat = Path(path).stat()
+    adapters that need it (its pre-token cache then serves every one of them). A path that is
+    not there raises the loader's own ``ArtifactError`` (exit 2), never an ``OSError``."""
+    try:
+        stat = Path(path).stat()
+    except OSError:
+        return StackTokenizer.load(path)  # raises: "no such artifact; check the path"
     return _load_reference(str(Path(path).resolve()), (stat.st_mtime_ns, stat.st_size))
 
 
@@ -113,15 +118,9 @@ def require(module: str, extra: str) -> object:
         raise BackendMissing(f"{module} is not installed ({exc}); pip install 'stacktok[{extra}]'") from None
 
 
-def backend_list(value: str) -> list[str]:
-    """Parse ``--backends a,b``; an unknown name is a usage error listing the known ones."""
-    import argparse
-
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    unknown = [n for n in names if n not in REGISTRY]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown backend(s) {unknown}; choose from {', '.join(REGISTRY)}")
-    return list(dict.fromkeys(names))
+#: ``--backends a,b`` (and ``--require``, ``--skip``): known names, repeats dropped; an unknown
+#: name is a usage error listing the known ones (``conformance.core.arguments.comma_list``)
+backend_list = comma_list(tuple(REGISTRY), what="backend")
 
 
 def reads_present(name: str, exports: Exports) -> bool:

@@ -9,7 +9,7 @@ from conformance.backends._base import BaseBackend
 from conformance.core.layout import Exports
 from conformance.core.protocol import Capability
 from stacktok_export import StackTokenizer, __version__
-from stacktok_export.chat import render_conversation
+from stacktok_export.chat.chat import render_conversation
 
 
 class ReferenceBackend(BaseBackend):

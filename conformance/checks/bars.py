@@ -1,17 +1,17 @@
 """Per-backend progress for the runner: a live bar, or a line every 200 probes.
 
-The runner takes either a :class:`~stacktok_export.progress.Progress` (one bar per
+The runner takes either a :class:`~stacktok_export.util.progress.Progress` (one bar per
 running backend) or a plain message callback; :func:`probe_bar` hands it the same
 ``update`` / context-manager interface either way.
 
-Out of scope: drawing the bars (``stacktok_export.progress``).
+Out of scope: drawing the bars (``stacktok_export.util.progress``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from stacktok_export.progress import Bar, Progress
+from stacktok_export.util.progress import Bar, Progress
 
 ProgressArg = Progress | Callable[[str], None] | None
 

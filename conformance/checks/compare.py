@@ -50,8 +50,8 @@ from conformance.core.expect import (
 from conformance.core.fixtures import Chat, FixtureSet, Probe
 from conformance.core.protocol import Backend, Capability
 from stacktok_export import StackTokenizer
-from stacktok_export.diff import first_difference
-from stacktok_export.progress import Progress
+from stacktok_export.util.diff import first_difference
+from stacktok_export.util.progress import Progress
 
 CHECKS = ("encode", "injection", "trusted", "decode", "single_tokens", "default", "chat", "stream")
 INJECTION_TEXT = "hello <|assistant|> world"  # on a v1 artifact; any artifact: conformance.core.expect
@@ -345,7 +345,7 @@ class Runner:
         self._record(res, backend, "chat", probe, ids_ok and mask_ok, detail, window)
 
     def ref_chat(self, chat: Chat) -> tuple[list[int], list[int]]:
-        from stacktok_export.chat import render_conversation
+        from stacktok_export.chat.chat import render_conversation
 
         return render_conversation(chat.messages, self.ref, add_generation_prompt=chat.add_generation_prompt)
 

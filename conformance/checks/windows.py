@@ -6,7 +6,7 @@ that id starts in the reference text (``offset``, in characters) and the text ar
 (``text``: :func:`shorten`, repr-escaped, ~80 characters); it is what a failing row
 carries (``Row.window``, which the runner completes with the probe id) and what every
 renderer shows. :func:`text_difference` says where two texts part (the stream check's
-joined pieces). ``first_difference`` is the floor's (``stacktok_export.diff``),
+joined pieces). ``first_difference`` is the floor's (``stacktok_export.util.diff``),
 re-exported here so the suite and the packer count positions the same way.
 
     >>> shorten("abc\\tdef", at=3)
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stacktok_export import StackTokenizer
-from stacktok_export.diff import first_difference
+from stacktok_export.util.diff import first_difference
 
 #: ids shown on each side of the first difference
 CONTEXT = 3

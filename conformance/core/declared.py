@@ -42,6 +42,7 @@ differences that are not Unicode tables (they need a ``probe`` declaration).
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import threading
 import unicodedata
@@ -49,12 +50,14 @@ from collections.abc import Iterable, Sequence
 from functools import partial
 
 import regex
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from conformance.core.clean_spaces import clean_spaces
-from conformance.core.fixtures import Divergence, Probe, version_matches
+from conformance.core.fixtures import Divergence, Probe
 from conformance.core.protocol import Backend
 from stacktok_export import StackTokenizer
-from stacktok_export.drift import DriftCache, choose_shape
+from stacktok_export.split.drift import DriftCache, choose_shape
 
 UNICODE_TABLES = "unicode_tables"
 LONG_S = "long_s_contraction"
@@ -68,8 +71,30 @@ DECODE_CHECKS = ("decode", "single_tokens")
 BLOCK = 256  # code points per drift-scan block
 
 
-def applies(d: Divergence, *, backend: str, version: str, check: str) -> bool:
-    return d.backend == backend and d.check in ("*", check) and version_matches(version, d.versions)
+def version_matches(version: str, spec: str) -> bool:
+    """``version`` is in the declaration's range ``spec`` (``*`` or empty: every version)."""
+    if spec in ("", "*"):
+        return True
+    try:
+        return Version(version) in SpecifierSet(spec)
+    except (InvalidVersion, InvalidSpecifier):
+        return False
+
+
+def applies(d: Divergence, *, backend: str, version: str, check: str | None = None) -> bool:
+    """``d`` names ``backend`` at ``version`` and ``check`` (``None``: whatever its check)."""
+    names_check = check is None or d.check in ("*", check)
+    return d.backend == backend and names_check and version_matches(version, d.versions)
+
+
+def covers(d: Divergence, *, backend: str, version: str, check: str, probe: Probe) -> bool:
+    """The id/category rule: ``d`` names ``probe`` by id glob or category. A ``cause``
+    declaration matches by content instead (:meth:`Declarations.declared`)."""
+    if d.cause is not None or not applies(d, backend=backend, version=version, check=check):
+        return False
+    if d.probe is not None and not fnmatch.fnmatchcase(probe.id, d.probe):
+        return False
+    return d.category is None or d.category == probe.category
 
 
 class Declarations:
@@ -125,7 +150,7 @@ class Declarations:
     def declared(self, backend: Backend, check: str, probe: Probe) -> Divergence | None:
         """The declaration covering ``backend``'s difference on ``probe`` in ``check``, if any."""
         for d in self.divergences:
-            if d.covers(backend=backend.name, version=backend.version, check=check, probe=probe):
+            if covers(d, backend=backend.name, version=backend.version, check=check, probe=probe):
                 return d
         if check in SPLIT_CHECKS and probe.text:
             d = self.has_cause(backend, "encode")
@@ -190,7 +215,7 @@ class Declarations:
     @functools.cached_property
     def _promoted(self) -> dict[str, int]:
         """Ordinary tokens whose text llama.cpp promotes to control tokens (text -> id), found once."""
-        from stacktok_export.export.gguf_pre import CONTROL_LOOKING
+        from stacktok_export.gguf.pre import CONTROL_LOOKING
 
         ordinary = (i for i in range(self.ref.vocab_size) if i not in self.ref.id_to_special)
         table = self.ref.id_bytes()
@@ -215,7 +240,7 @@ class Declarations:
         out = []
         for d in self.divergences:
             backend = ran.get(d.backend)
-            if backend is None or d.id in used or not version_matches(backend.version, d.versions):
+            if backend is None or d.id in used or not applies(d, backend=d.backend, version=backend.version):
                 continue
             if d.cause in (LONG_S, CONTROL_TEXT):
                 continue  # needs a merge across the split / an imported vocabulary to show (docstring)
@@ -229,7 +254,8 @@ class Declarations:
             else:
                 check = d.check if d.check != "*" else "encode"
                 could = any(
-                    d.covers(backend=d.backend, version=backend.version, check=check, probe=p) for p in probes
+                    covers(d, backend=d.backend, version=backend.version, check=check, probe=p)
+                    for p in probes
                 )
             if could:
                 out.append(d.id)

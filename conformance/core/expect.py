@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from stacktok_export.artifact import FORMAT as OURS  # the format of our own fixed layout
+from stacktok_export.artifact.artifact import FORMAT as OURS  # the format of our own fixed layout
 
 if TYPE_CHECKING:
     from stacktok_export import StackTokenizer

@@ -3,15 +3,16 @@
 Every file is JSONL (one object per line) except ``defaults.json``. A bad line
 is reported with its file and line number and what to fix; nothing is skipped
 silently. User files (``--probes``, ``--chats``, ``--text``) go through the
-same loaders, so users gate on their own data with the same rules.
+same loaders, so users gate on their own data with the same rules. Each file is
+read once: :meth:`FixtureSet.load` parses and hashes the same bytes.
 
-Out of scope: generating probes (``scripts/make_probes.py`` does that and
+Out of scope: whether a declaration covers a difference (``conformance.core.declared``);
+generating probes (``scripts/make_probes.py`` does that and
 writes its output here, so a run is reproducible).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import os
@@ -21,11 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from conformance.core.errors import FixtureError
-from stacktok_export.chat import ChatFormatError, _check_message
+from stacktok_export.chat.chat import ChatFormatError, _check_message
 from stacktok_export.util import limits
 from stacktok_export.util.untrusted import UntrustedFileError, escape, read_untrusted
 
@@ -62,6 +60,9 @@ class Chat:
 
 @dataclass(frozen=True)
 class Divergence:
+    """One declared divergence (a line of ``divergences.jsonl``): data only. Whether it covers a
+    difference is the one rule of ``conformance.core.declared`` (``applies``, ``covers``)."""
+
     id: str
     backend: str
     check: str
@@ -72,37 +73,23 @@ class Divergence:
     probe: str | None = None
     cause: str | None = None  # "unicode_tables": matched by content (conformance.core.declared)
 
-    def covers(self, *, backend: str, version: str, check: str, probe: Probe) -> bool:
-        """The id/category rule; ``cause`` declarations match by content in ``conformance.core.declared``."""
-        if self.cause is not None or self.backend != backend or self.check not in ("*", check):
-            return False
-        if self.probe is not None and not fnmatch.fnmatchcase(probe.id, self.probe):
-            return False
-        if self.category is not None and self.category != probe.category:
-            return False
-        return version_matches(version, self.versions)
-
-
-def version_matches(version: str, spec: str) -> bool:
-    if spec in ("", "*"):
-        return True
-    try:
-        return Version(version) in SpecifierSet(spec)
-    except (InvalidVersion, InvalidSpecifier):
-        return False
-
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _read_text(path: Path, *, what: str) -> str:
-    """A user/fixture file's bytes as strict UTF-8 (no newline translation)."""
+def _read_bytes(path: Path) -> bytes:
+    """A user/fixture file's bytes, read once (:meth:`FixtureSet.load` parses and hashes them)."""
     if not os.path.lexists(path):
         raise FixtureError(f"{escape(str(path))}: no such file")
     try:  # a regular file of bounded size: a FIFO or /dev/zero as --text never hangs the run
-        data = read_untrusted(path, limit=limits.current().user_file)
+        return read_untrusted(path, limit=limits.current().user_file)
     except UntrustedFileError as exc:
         raise FixtureError(str(exc)) from None
+
+
+def _read_text(path: Path, *, what: str, data: bytes | None = None) -> str:
+    """A user/fixture file's bytes (``data`` when already read) as strict UTF-8 (no newline translation)."""
+    data = _read_bytes(path) if data is None else data
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -128,9 +115,9 @@ def _lone_surrogate(value: Any, field: str) -> str | None:
     return next((found for name, v in items if (found := _lone_surrogate(v, name))), None)
 
 
-def _lines(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+def _lines(path: Path, data: bytes | None = None) -> Iterable[tuple[int, dict[str, Any]]]:
     """JSON Lines: split on "\\n" only (U+2028, U+0085, ... are legal inside JSON strings)."""
-    text = _read_text(path, what="JSON Lines").removeprefix("\ufeff")
+    text = _read_text(path, what="JSON Lines", data=data).removeprefix("\ufeff")
     for lineno, line in enumerate(text.split("\n"), start=1):
         line = line.removesuffix("\r")
         if not line.strip():
@@ -171,10 +158,10 @@ def _flag(obj: dict[str, Any], key: str, where: str) -> bool:
     return value
 
 
-def load_probes(path: Path) -> list[Probe]:
+def load_probes(path: Path, *, data: bytes | None = None) -> list[Probe]:
     probes: list[Probe] = []
     seen: set[str] = set()
-    for lineno, obj in _lines(path):
+    for lineno, obj in _lines(path, data):
         where = f"{path}:{lineno}"
         probe = Probe(
             id=_need_id(obj, where),
@@ -202,10 +189,10 @@ def _check_messages(messages: list[Any], where: str) -> None:
             raise FixtureError(f"{where}: {exc}") from None
 
 
-def load_chats(path: Path) -> list[Chat]:
+def load_chats(path: Path, *, data: bytes | None = None) -> list[Chat]:
     chats: list[Chat] = []
     seen: set[str] = set()
-    for lineno, obj in _lines(path):
+    for lineno, obj in _lines(path, data):
         where = f"{path}:{lineno}"
         chat_id = _need_id(obj, where)
         messages = _need(obj, "messages", list, where)
@@ -224,9 +211,9 @@ def load_chats(path: Path) -> list[Chat]:
     return chats
 
 
-def load_divergences(path: Path) -> list[Divergence]:
+def load_divergences(path: Path, *, data: bytes | None = None) -> list[Divergence]:
     out: list[Divergence] = []
-    for lineno, obj in _lines(path):
+    for lineno, obj in _lines(path, data):
         where = f"{path}:{lineno}"
         if sum(key in obj for key in ("category", "probe", "cause")) != 1:
             raise FixtureError(f"{where}: give exactly one of 'category', 'probe' or 'cause'")
@@ -248,13 +235,13 @@ def load_divergences(path: Path) -> list[Divergence]:
     return out
 
 
-def text_probes(path: Path, *, chunk: int = 4000) -> list[Probe]:
+def text_probes(path: Path, *, chunk: int = 4000, data: bytes | None = None) -> list[Probe]:
     """A user's plain-text file as probes: ~``chunk``-character pieces cut after a newline.
 
     The bytes are decoded as strict UTF-8 with no newline translation ("\\r\\n"
     stays "\\r\\n"); invalid UTF-8 names the byte and its offset.
     """
-    text = _read_text(path, what="a --text file")
+    text = _read_text(path, what="a --text file", data=data)
     if not text:
         raise FixtureError(f"{path}: the file holds no text; pass a non-empty UTF-8 text file")
     probes, start, n = [], 0, 0
@@ -272,10 +259,6 @@ def load_defaults(path: Path) -> dict[str, str]:
     except (OSError, json.JSONDecodeError) as exc:
         raise FixtureError(f"{path}: cannot read expected defaults ({exc})") from None
     return {str(k): str(v) for k, v in data.items()}
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(read_untrusted(path, limit=limits.current().user_file)).hexdigest()
 
 
 @dataclass
@@ -307,24 +290,26 @@ class FixtureSet:
         probe_files = [FIXTURES / "probes.jsonl"] if shipped else []
         chat_files = [FIXTURES / "chats.jsonl"] if shipped else []
         for path in [*probe_files, *map(Path, probes)]:
-            fs.probes += load_probes(path)
-            fs.hashes[_label(path)] = sha256_file(path)
+            fs.probes += load_probes(path, data=fs._read(path))
         for path in map(Path, texts):
-            fs.probes += text_probes(path)
-            fs.hashes[_label(path)] = sha256_file(path)
+            fs.probes += text_probes(path, data=fs._read(path))
         for path in [*chat_files, *map(Path, chats)]:
-            fs.chats += load_chats(path)
-            fs.hashes[_label(path)] = sha256_file(path)
+            fs.chats += load_chats(path, data=fs._read(path))
         div = FIXTURES / "divergences.jsonl"
         if div.is_file():
-            fs.divergences = load_divergences(div)
-            fs.hashes[_label(div)] = sha256_file(div)
+            fs.divergences = load_divergences(div, data=fs._read(div))
         defaults = FIXTURES / "defaults.json"
         if defaults.is_file():
             fs.defaults = load_defaults(defaults)
         _check_unique(fs.probes, kind="probe")
         _check_unique(fs.chats, kind="chat")
         return fs
+
+    def _read(self, path: Path) -> bytes:
+        """``path``'s bytes, read once: parsed by the caller, hashed here for the report."""
+        data = _read_bytes(path)
+        self.hashes[_label(path)] = hashlib.sha256(data).hexdigest()
+        return data
 
 
 def _label(path: Path) -> str:

@@ -97,7 +97,7 @@ def _gguf_read(path: Path) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[
 
 @functools.lru_cache(maxsize=4)
 def _gguf_cached(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[Any, str]], dict, str | None]:
-    from stacktok_export.export.gguf_fmt import read_gguf_file
+    from stacktok_export.gguf.reader import read_gguf_file
 
     return read_gguf_file(path, roots=trusted_roots(Path(path).parent))
 

@@ -11,7 +11,7 @@
 - its directory exists and this process can create a file in it (tried: a temporary file is
   created and removed), so an unwritable path fails in seconds, not after the whole run.
 
-Writing is :func:`stacktok_export._atomic.write_report` (temp file + rename for a regular file,
+Writing is :func:`stacktok_export.util.atomic.write_report` (temp file + rename for a regular file,
 straight through for a device or FIFO).
 
 Out of scope: what a report holds (``conformance.report``).
@@ -31,15 +31,17 @@ from stacktok_export.util.untrusted import kind_of
 
 
 def check_outputs(
-    directory: Path, outputs: dict[str, Path | None], *, reads: Iterable[Path | None] = (), tool: str
+    directory: Path | None, outputs: dict[str, Path | None], *, reads: Iterable[Path | None] = (), tool: str
 ) -> None:
     """Each report path of ``outputs`` (flag -> path, None: not asked for) as the module docstring
-    says; ``reads`` are the files the run reads outside ``directory``."""
+    says; ``reads`` are the files the run reads outside ``directory`` (None: a run without one,
+    such as the audit of an artifact alone)."""
     read = {Path(os.path.realpath(p)): Path(p) for p in reads if p is not None}
     for flag, p in outputs.items():
         if p is None:
             continue
-        refuse_outputs_inside(directory, {flag: p}, tool=tool)
+        if directory is not None:
+            refuse_outputs_inside(directory, {flag: p}, tool=tool)
         full = Path(os.path.realpath(p))
         if full in read:
             raise UsageError(

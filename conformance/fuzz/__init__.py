@@ -3,8 +3,10 @@
     stacktok fuzz DIR [--artifact PATH] [--backends LIST] [--seconds N | --examples N]
                       [--seed S] [--out FILE.jsonl] [--generators LIST] [--keep K]
 
-Every selected backend loads DIR's exports exactly as the gate does
-(``Exports.discover`` + ``conformance.backends.load_backend``). Inputs come
+The inputs are planned as every tool plans them (``conformance.plan``: the
+reference loaded once, every file of DIR validated once), and every selected
+backend loads DIR's exports exactly as the gate does
+(``conformance.checks.loading.load_named``). Inputs come
 from the named generators in :mod:`conformance.fuzz.generators`; each one is
 encoded by the reference (the frozen artifact) and by every backend, in the
 untrusted mode (``allow_special=False`` vs ``encode(text)``) and -- when the
@@ -53,7 +55,7 @@ backend that cannot load the export or whose adapter crashed; 2 usage error
 (bad directory, no backend to fuzz, bad numbers, ``--out`` inside DIR).
 
 Layout, one idea per module: ``command`` (arguments, exit code), ``config``,
-``load`` (reference, exports, backends), ``engine`` (generator -> backend threads),
+``load`` (the input plan, then the backends), ``engine`` (generator -> backend threads),
 ``examples``, ``oracle``, ``declarations``, ``compare`` (classify and keep),
 ``shrink`` (the shrinker), ``minimize`` (kept -> counterexamples), ``results``
 (runs, report, rows), ``output`` (table and probe JSONL); the generators are

@@ -1,10 +1,11 @@
 """``stacktok fuzz`` on the command line: its arguments, their checks, and the exit code.
 
 ``add_arguments(parser)`` and ``main(args) -> int`` are what ``stacktok_cli`` registers;
-``cli(argv)`` is ``python -m conformance.fuzz``. Bad numbers, an ``--out`` inside DIR
-(the shared rule, ``conformance.core.layout.refuse_outputs_inside``), a directory with
-no export and no backend to fuzz are a :class:`conformance.core.errors.UsageError`:
-one line on stderr, exit 2. Otherwise the exit code is the report's (0 / 1).
+``cli(argv)`` is ``python -m conformance.fuzz``. Bad numbers, an ``--out`` inside DIR or
+over an input (the shared rule, ``conformance.core.outputs.check_outputs``, applied when the
+inputs are planned: ``conformance.fuzz.load``), a directory with no export and no backend to
+fuzz are a :class:`conformance.core.errors.UsageError`: one line on stderr, exit 2. Otherwise
+the exit code is the report's (0 / 1).
 
 Out of scope: the run itself (``conformance.fuzz.engine``) and what it prints
 (``conformance.fuzz.output``).
@@ -16,36 +17,23 @@ import argparse
 from collections.abc import Iterable
 from pathlib import Path
 
-from conformance.backends import REGISTRY, backend_list
+from conformance.backends import REGISTRY
+from conformance.core.arguments import add_artifact_flag, artifact_path, comma_list
 from conformance.core.errors import UsageError
-from conformance.core.hub import resolve_target as resolve_hub
-from conformance.core.layout import refuse_outputs_inside
+from conformance.core.hub import resolve_target
 from conformance.fuzz.config import DEFAULT_BACKENDS, DEFAULT_EXAMPLES, FuzzConfig
 from conformance.fuzz.engine import run_fuzz
 from conformance.fuzz.generators import GENERATORS
 from conformance.fuzz.output import probes_jsonl, render
 from conformance.report.entry import verdict_or_usage
-from stacktok_export._atomic import write_text_atomic
-from stacktok_export.bpe import shipped_artifact_path
-from stacktok_export.progress import Progress
+from stacktok_export.util.atomic import write_text_atomic
+from stacktok_export.util.progress import Progress
 
 DESCRIPTION = "``stacktok fuzz DIR``: differential fuzzing of every backend against the reference."
 
 
-def _backend_names(value: str) -> list[str]:
-    names = list(dict.fromkeys(backend_list(value)))
-    if not names:
-        raise argparse.ArgumentTypeError(f"name at least one backend; choose from {', '.join(REGISTRY)}")
-    return names
-
-
-def _generator_names(value: str) -> list[str]:
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    unknown = [n for n in names if n not in GENERATORS]
-    if unknown or not names:
-        choose = ", ".join(GENERATORS)
-        raise argparse.ArgumentTypeError(f"unknown generator(s) {unknown}; choose from {choose}")
-    return list(dict.fromkeys(names))
+_backend_names = comma_list(tuple(REGISTRY), what="backend", at_least_one=True)
+_generator_names = comma_list(tuple(GENERATORS), what="generator", at_least_one=True)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--gguf", metavar="FILE", default=None, help="with a Hub id: also fetch this GGUF of the repository"
     )
-    p.add_argument("--artifact", type=Path, default=None, help="frozen artifact (default: the shipped one)")
+    add_artifact_flag(p)
     p.add_argument(
         "--backends",
         type=_backend_names,
@@ -96,12 +84,12 @@ def config_from_args(args: argparse.Namespace) -> FuzzConfig:
         raise UsageError(f"--examples must be positive, got {args.examples}")
     if args.keep <= 0:
         raise UsageError(f"--keep must be positive, got {args.keep}")
-    directory = resolve_hub(args.dir, gguf=args.gguf).directory
-    refuse_outputs_inside(directory, {"--out": args.out}, tool="fuzz")
+    target = resolve_target(args.dir, gguf=args.gguf)
     examples = args.examples if args.examples is not None or args.seconds is not None else DEFAULT_EXAMPLES
     return FuzzConfig(
-        directory=directory,
-        artifact=args.artifact or shipped_artifact_path(),
+        directory=target.directory,
+        target=target if target.repo is not None else None,
+        artifact=artifact_path(args.artifact),
         backends=args.backends,
         seed=args.seed,
         examples=examples,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.backends import REFERENCE, REGISTRY
+from conformance.core.hub import Target
 from conformance.fuzz.generators import GENERATORS
 
 DEFAULT_BACKENDS = tuple(n for n in REGISTRY if n != REFERENCE)
@@ -33,3 +34,5 @@ class FuzzConfig:
     generators: Sequence[str] = tuple(GENERATORS)
     keep: int = 1
     out: Path | None = None
+    #: what DIR named when it was a Hub id (then ``directory`` is its snapshot); None: a local path
+    target: Target | None = None

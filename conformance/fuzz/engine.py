@@ -15,6 +15,7 @@ Out of scope: what one check means (``conformance.fuzz.compare``), shrinking
 
 from __future__ import annotations
 
+import copy
 import queue
 import threading
 import time
@@ -83,14 +84,16 @@ def _feed(
 
 
 def run_fuzz(config: FuzzConfig, say: Callable[[str], None] = lambda m: None) -> FuzzReport:
-    ref, fixtures, loaded, unloaded = load_inputs(config, say)
+    inputs, loaded, unloaded = load_inputs(config, say)
     if not loaded:
         return FuzzReport(config, unloaded, 0, 0.0, 0.0, 0.0)
+    ref, fixtures = inputs.ref, inputs.fixtures
     ctx = GenContext.build(ref, fixtures.probes)
     declarations = Declarations(fixtures.divergences, ref)
+    # each backend's thread gets its own copy of the reference (its caches are the thread's),
+    # copied from the one the plan loaded: the artifact is never read again
     oracles = [
-        Oracle(b, StackTokenizer.load(config.artifact), UnicodeDeclarations.for_backend(declarations, b))
-        for b, _ in loaded
+        Oracle(b, copy.deepcopy(ref), UnicodeDeclarations.for_backend(declarations, b)) for b, _ in loaded
     ]
     runs = [run for _, run in loaded]
     inboxes: list[queue.Queue] = [queue.Queue(maxsize=QUEUE_BATCHES) for _ in loaded]

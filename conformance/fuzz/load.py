@@ -1,8 +1,10 @@
-"""Everything a fuzz run reads before it starts: the reference, the exports, the fixtures, the backends.
+"""Everything a fuzz run reads before it starts: the input plan, then the backends.
 
-Every selected backend loads DIR's exports exactly as the gate does (``Exports.discover``
-+ ``conformance.checks.loading.load_named``), after the same validation (a malformed file is
-exit 2 before anything runs). :func:`load_one` is the one place the fuzz loads a
+The inputs are planned as every tool plans them (``conformance.plan.plan_inputs``: the ``--out``
+path checked, the reference loaded once, DIR's layout, every file validated once -- a malformed
+file is exit 2 before anything runs -- and the shipped fixtures). Every selected backend then
+loads DIR's exports exactly as the gate does (``conformance.checks.loading.load_named``).
+:func:`load_one` is the one place the fuzz loads a
 backend: a library that is absent is ``missing``, one that refuses the export is
 ``error`` (a finding, not a usage error), one without the ``ENCODE`` capability (TRL is
 chat-only, llama.cpp-detokenize decode-only) is ``skip``. No backend to fuzz at all is
@@ -17,15 +19,13 @@ from collections.abc import Callable
 
 from conformance.checks.loading import load_named
 from conformance.core.errors import UsageError, input_errors
-from conformance.core.fixtures import FixtureSet
-from conformance.core.layout import Exports, require_any_export
+from conformance.core.layout import Exports
 from conformance.core.protocol import Backend, Capability
 from conformance.fuzz.config import FuzzConfig
 from conformance.fuzz.results import NOT_RUN, BackendRun
-from conformance.validate import validate_directory
-from stacktok_export import StackTokenizer
+from conformance.plan import FixtureFiles, Plan, plan_inputs
 
-Loaded = tuple[StackTokenizer, FixtureSet, list[tuple[Backend, BackendRun]], list[BackendRun]]
+Loaded = tuple[Plan, list[tuple[Backend, BackendRun]], list[BackendRun]]
 
 
 def load_one(name: str, exports: Exports) -> Backend | BackendRun:
@@ -44,20 +44,28 @@ def load_one(name: str, exports: Exports) -> Backend | BackendRun:
     return backend
 
 
-def load_inputs(config: FuzzConfig, say: Callable[[str], None]) -> Loaded:
-    """The reference, the fixtures, the backends to fuzz (each with its run) and the runs of the rest."""
+def plan(config: FuzzConfig) -> Plan:
+    """The input plan of a fuzz run (bad input: a :class:`UsageError`, exit 2)."""
     try:
-        ref = StackTokenizer.load(config.artifact)
-        exports = Exports.discover(config.directory, artifact=config.artifact)
-        require_any_export(exports, config.directory, verb="fuzz")
-        validate_directory(exports, directory=config.directory)  # malformed files: exit 2, as in the gate
-        fixtures = FixtureSet.load()
+        return plan_inputs(
+            config.target or config.directory,
+            tool="fuzz",
+            artifact=config.artifact,
+            outputs={"--out": config.out},
+            fixtures=FixtureFiles(),  # the shipped probes (the generators' seeds) and declarations
+            verb="fuzz",
+        )
     except input_errors() as exc:
         raise UsageError(str(exc)) from None
+
+
+def load_inputs(config: FuzzConfig, say: Callable[[str], None]) -> Loaded:
+    """The input plan, the backends to fuzz (each with its run) and the runs of the rest."""
+    inputs = plan(config)
     loaded: list[tuple[Backend, BackendRun]] = []
     unloaded: list[BackendRun] = []
     for name in config.backends:
-        got = load_one(name, exports)
+        got = load_one(name, inputs.exports)
         if isinstance(got, BackendRun):
             unloaded.append(got)
             continue
@@ -66,4 +74,4 @@ def load_inputs(config: FuzzConfig, say: Callable[[str], None]) -> Loaded:
     if not loaded and all(r.status in NOT_RUN for r in unloaded):
         reasons = "; ".join(f"{r.name}: {r.reason}" for r in unloaded)
         raise UsageError(f"no backend to fuzz ({reasons}); install one or choose others with --backends")
-    return ref, fixtures, loaded, unloaded
+    return inputs, loaded, unloaded

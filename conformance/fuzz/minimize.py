@@ -21,7 +21,7 @@ from conformance.fuzz.examples import MODES, reference_ids
 from conformance.fuzz.oracle import Oracle
 from conformance.fuzz.results import BackendRun, Counterexample, Raw
 from conformance.fuzz.shrink import shrink
-from stacktok_export.pretokenize import compile_pattern
+from stacktok_export.split.pretokenize import compile_pattern
 
 
 def shrink_backend(oracle: Oracle, run: BackendRun) -> None:

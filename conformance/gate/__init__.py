@@ -2,10 +2,11 @@
 
 Order of work, so that a verdict is only ever given on input that was read correctly:
 
-1. ``plan``: the arguments (``--backends`` not empty, ``--require`` within it, report paths
-   writable and outside DIR), the artifact, the directory's layout, every file the gate reads
-   (``conformance.validate``) and every user file (``--probes/--text/--chats``): malformed
-   input is exit 2 with one line naming the file, line or field, within seconds;
+1. ``plan``: the arguments (``--backends`` not empty, ``--require`` within it), then the input
+   plan every tool shares (``conformance.plan``: report paths writable and outside DIR, the
+   artifact, the directory's layout, every file the gate reads validated once, every user file
+   ``--probes/--text/--chats``): malformed input is exit 2 with one line naming the file, line
+   or field, within seconds;
 2. ``collect``: the rows -- static checks (``conformance.static``), the vocabulary surface id
    by id, every selected backend over the probes and chats, the static warnings judged by
    behaviour (``behaviour``), optionally the served path -- all as
@@ -27,6 +28,7 @@ from __future__ import annotations
 from conformance.core.rows import required_not_run
 from conformance.gate.collect import collect_rows
 from conformance.gate.command import add_arguments, main, run_gate
-from conformance.gate.plan import Plan, plan
+from conformance.gate.plan import plan
+from conformance.plan import Plan
 
 __all__ = ["Plan", "add_arguments", "collect_rows", "main", "plan", "required_not_run", "run_gate"]

@@ -18,7 +18,7 @@ from conformance.checks.runner import BackendResult, result_rows, run_suite
 from conformance.core.expect import is_ours
 from conformance.core.rows import Row, skip
 from conformance.gate.behaviour import behaviour_proof
-from conformance.gate.plan import Plan
+from conformance.plan import Plan
 from conformance.static import run_static
 from conformance.static.surface import surface_rows
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from conformance.backends import REGISTRY, backend_list
 from conformance.checks.runner import BackendResult
+from conformance.core.arguments import add_artifact_flag
 from conformance.core.errors import UsageError
 from conformance.core.hub import Target, describe_inputs
 from conformance.core.rows import (
@@ -34,16 +35,17 @@ from conformance.core.rows import (
 )
 from conformance.gate.collect import collect_rows
 from conformance.gate.inputs import files_read
-from conformance.gate.plan import Plan, plan
+from conformance.gate.plan import plan
+from conformance.plan import Plan
 from conformance.report.entry import signals_deferred, verdict_or_usage
 from conformance.report.html import to_html
 from conformance.report.json import SCHEMA_VERSION, run_metadata, stacktok_version, to_json
 from conformance.report.junit import to_junit
 from conformance.report.markdown import to_markdown
 from conformance.report.text import render_table, render_verdict
-from stacktok_export._atomic import write_report
-from stacktok_export.progress import Progress
 from stacktok_export.util import limits
+from stacktok_export.util.atomic import write_report
+from stacktok_export.util.progress import Progress
 
 
 def gate_document(
@@ -148,7 +150,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="with a Hub id: also fetch and check this GGUF file of the repository (weights are "
         "never fetched otherwise)",
     )
-    p.add_argument("--artifact", type=Path, default=None, help="frozen artifact (default: the shipped one)")
+    add_artifact_flag(p)
     p.add_argument("--probes", type=Path, action="append", default=[], help="extra probe JSONL (repeatable)")
     p.add_argument(
         "--text", type=Path, action="append", default=[], help="extra UTF-8 text file (repeatable)"

@@ -193,7 +193,7 @@ def write_matrix(
     rows: Sequence[Row], *, baseline: Path = BASELINE, readme: Path = ROOT / "README.md"
 ) -> None:
     """support_matrix.jsonl, SUPPORT_MATRIX.md beside it, and the README's marked block, atomically."""
-    from stacktok_export._atomic import write_text_atomic
+    from stacktok_export.util.atomic import write_text_atomic
 
     lines = [json.dumps(r, sort_keys=True, ensure_ascii=True) + "\n" for r in rows]
     write_text_atomic(baseline, "".join(lines))
@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def record_floor(result: Path, *, baseline: Path, rows: Sequence[Row], readme: Path) -> int:
     """Add one ``{"package", "floor", "since", "tried"}`` result to floors.json and re-render."""
-    from stacktok_export._atomic import write_text_atomic
+    from stacktok_export.util.atomic import write_text_atomic
 
     found = json.loads(result.read_text(encoding="utf-8"))
     floors = {**load_floors(baseline), found["package"]: {k: found[k] for k in ("floor", "since", "tried")}}

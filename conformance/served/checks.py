@@ -52,7 +52,7 @@ from conformance.served.items import Item, chat_items, probe_items
 from conformance.served.server import ProgressCallback, Server
 from conformance.served.tally import Budget, Tally, run_items
 from stacktok_export import StackTokenizer
-from stacktok_export.chat import ChatFormatError, render_conversation
+from stacktok_export.chat.chat import ChatFormatError, render_conversation
 
 
 def excerpt(text: str, n: int = 40) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 from conformance.core.expect import is_ours
 from conformance.core.rows import FILES, Row, row, skip
 from conformance.static.context import StaticContext, chat_template
-from stacktok_export.chat import render_text
+from stacktok_export.chat.chat import render_text
 
 
 def check_chat_files(ctx: StaticContext) -> list[Row]:

@@ -186,10 +186,10 @@ def _imported_rows(ctx: StaticContext) -> list[Row]:
 
 def fitting_pre_types(tok: StackTokenizer) -> list[str] | str:
     """Every llama.cpp pre type that splits with the artifact's patterns and merges by its
-    ``ignore_merges`` rule (the table in ``stacktok_export.pretypes``), or why none
+    ``ignore_merges`` rule (the table in ``stacktok_export.gguf.pretypes``), or why none
     can be named."""
     try:
-        from stacktok_export.pretypes import PRE_TYPES
+        from stacktok_export.gguf.pretypes import PRE_TYPES
     except ImportError as exc:
         return f"the llama.cpp pre type table is not available ({exc})"
     want = (tuple(tok.patterns), bool(tok.ignore_merges))

@@ -1,6 +1,6 @@
 """``*.gguf``: readable as ``gguf.GGUFReader`` reads it, tokenizer arrays of the right types and lengths.
 
-The read is ``stacktok_export.gguf_kv.read_fields``: one walk of the header giving
+The read is ``stacktok_export.gguf.kv.read_fields``: one walk of the header giving
 ``GGUFReader``'s answer (tested field by field against it), which hands any file it does not
 find ordinary to ``GGUFReader`` itself -- so a broken file fails with the library's complaint.
 
@@ -9,7 +9,7 @@ find ordinary to ``GGUFReader`` itself -- so a broken file fails with the librar
 the surface reuse it), and checks ``tokenizer.ggml.tokens`` / ``token_type`` / ``merges``.
 Only when the reader fails are the first bytes looked at, to tell a git-lfs pointer, an empty
 file or "not a GGUF" (the magic) from "truncated or corrupt". A header declaring more than its
-file holds (a 2**40-element array, a 2**60-byte string: ``stacktok_export.gguf_header``, checked
+file holds (a 2**40-element array, a 2**60-byte string: ``stacktok_export.gguf.header``, checked
 before gguf-py builds anything) fails naming the key and the sizes in the same line; a path that is not a
 regular file is refused before it is opened (``UntrustedFileError``, passed on as it is).
 Without ``gguf`` installed nothing is read: it returns None and ``validate_directory`` records
@@ -28,7 +28,7 @@ from conformance.backends import dist_version
 from conformance.core.layout import gguf_fields
 from conformance.validate.common import fail, first_line, rethrow_interrupts
 from conformance.validate.download import refuse_placeholder, unreadable
-from stacktok_export.gguf_header import GGUFHeaderError
+from stacktok_export.gguf.header import GGUFHeaderError
 from stacktok_export.util.untrusted import UntrustedFileError
 
 NOT_CHECKED = "GGUF not checked: gguf is not installed; pip install 'stacktok[gguf]'"

@@ -17,6 +17,7 @@ from typing import Any
 
 from conformance.validate.common import U32_MAX, fail, is_int, need_object, show, unknown_keys
 from conformance.validate.tokens import check_token_entry
+from stacktok_export.importers.common import merge_pair
 from stacktok_export.util import limits
 
 BPE_KEYS = (
@@ -117,19 +118,17 @@ def _merge_parts(path: Path, i: int, item: Any, form: type) -> tuple[str, str]:
             f"is a {type(item).__name__} but model.merges[0] is a {form.__name__}",
             "write every merge in one form: all 'a b' strings or all [a, b] pairs (tokenizers rejects a mix)",
         )
+    pair = merge_pair(item)  # the one parser of merge entries (the importers use it too)
+    if pair is not None and all(pair):
+        return pair
     if isinstance(item, str):
-        parts = item.split(" ")
-        if len(parts) != 2 or not all(parts):
-            fail(
-                path,
-                where,
-                f"{item!r} is not two tokens separated by exactly one space",
-                "write it as 'left right' (one U+0020), or use [left, right] pairs",
-            )
-        return parts[0], parts[1]
-    if len(item) != 2 or not all(isinstance(p, str) and p for p in item):
-        fail(path, where, f"{show(item)} is not a pair of two non-empty strings", "write it as [left, right]")
-    return item[0], item[1]
+        fail(
+            path,
+            where,
+            f"{item!r} is not two tokens separated by exactly one space",
+            "write it as 'left right' (one U+0020), or use [left, right] pairs",
+        )
+    fail(path, where, f"{show(item)} is not a pair of two non-empty strings", "write it as [left, right]")
 
 
 def _check_merges(path: Path, model: dict[str, Any], vocab: dict[str, int]) -> None:

@@ -36,8 +36,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._atomic import atomic_directory, write_bytes_atomic
-from ..bpe import StackTokenizer
+from ..models.bpe.bpe import StackTokenizer
+from ..util.atomic import atomic_directory, write_bytes_atomic
 from .hf import hf_files
 from .tiktoken_fmt import tiktoken_text
 from .vocab import ExportRefused
@@ -143,7 +143,7 @@ def stale_temps(out: str | os.PathLike[str], name: str) -> list[Path]:
     found = set(out.glob(f"{TMP_PREFIX}*"))
     for target in export_paths(name).values():
         target = glob.escape(target)
-        found.update(out.glob(f".{target}.*.tmp"))  # _atomic's temp names
+        found.update(out.glob(f".{target}.*.tmp"))  # util/atomic.py's temp names
         found.update(out.glob(f".{target}.old-*"))  # atomic_directory's set-aside copy
     return sorted(found)
 

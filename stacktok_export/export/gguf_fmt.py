@@ -19,7 +19,7 @@ The GGUF holds the tokenizer and nothing else (no tensors, no hyperparameters):
   ``tokenizer.chat_template`` (v1: our ChatML; an imported artifact: its own, if any),
   and the artifact's identity under ``stacktok.fingerprint`` / ``stacktok.artifact``.
 - ``tokenizer.ggml.pre``: v1 ``smaug-bpe`` (below); an imported artifact: the pre type
-  whose regexes and ``ignore_merges`` reproduce it (:mod:`~stacktok_export.export.gguf_pre`),
+  whose regexes and ``ignore_merges`` reproduce it (:mod:`~stacktok_export.gguf.pre`),
   else :class:`~stacktok_export.export.vocab.ExportRefused` says why none does.
 
 Why ``tokenizer.ggml.pre = "smaug-bpe"`` -- checked in the llama.cpp that
@@ -60,21 +60,21 @@ Out of scope: model weights and hyperparameters, other GGUF tokenizer models
 
 from __future__ import annotations
 
-import importlib
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..gguf import pre as gguf_pre
+from ..gguf.reader import require
 from .vocab import ExportRefused, chat_template, duplicate_strings, is_v1, token_chars
 
 if TYPE_CHECKING:
     import gguf
 
-    from ..bpe import StackTokenizer
+    from ..models.bpe.bpe import StackTokenizer
 
 ARCH = "llama"
 TOKENIZER_MODEL = "gpt2"
@@ -85,20 +85,9 @@ TOKEN_TYPE_NORMAL = 1  # gguf.TokenType.NORMAL
 TOKEN_TYPE_CONTROL = 3  # gguf.TokenType.CONTROL
 TOKEN_TYPE_USER_DEFINED = 4  # gguf.TokenType.USER_DEFINED (matched even in untrusted text)
 TOKEN_TYPE_UNUSED = 5  # gguf.TokenType.UNUSED (embedding rows past the tokenizer's ids)
-METADATA_PREFIXES = ("general.", "tokenizer.", "stacktok.")
-
-_INSTALL = {"gguf": "pip install 'stacktok[gguf]'  (or: pip install gguf numpy)"}
 # Role -> the GGUF key suffix of its id (tokenizer.ggml.<suffix>_token_id); v1: <|bos|>, <|eos|>,
 # <|pad|>, <|end|> -- written in this order.
 _ROLE_ID_KEYS = {"bos": "bos", "eos": "eos", "pad": "padding", "eot": "eot"}
-
-
-def require(module: str) -> ModuleType:
-    """Import ``gguf``; ``ImportError`` says how to install it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(f"{module} is not installed: {_INSTALL[module]}") from exc
 
 
 # ------------------------------------------------------------------ writing
@@ -134,10 +123,11 @@ def pre_type_name(tok: StackTokenizer) -> str:
     (``ExportRefused`` when none does, or when llama.cpp would retype one of its tokens)."""
     if is_v1(tok):
         return TOKENIZER_PRE
-    from .gguf_pre import control_looking, pre_type
-
-    control_looking(tok, token_chars(tok), token_types(tok), control=TOKEN_TYPE_CONTROL)
-    return pre_type(tok)
+    try:
+        gguf_pre.control_looking(token_chars(tok), token_types(tok), control=TOKEN_TYPE_CONTROL)
+        return gguf_pre.pre_type(tok)
+    except gguf_pre.NotExpressible as exc:
+        raise ExportRefused("gguf", tok, str(exc)) from None
 
 
 def _add_metadata(writer: gguf.GGUFWriter, tok: StackTokenizer) -> None:
@@ -225,48 +215,3 @@ def gguf_bytes(tok: StackTokenizer, *, tmp_dir: str | os.PathLike[str] | None = 
         finally:
             writer.close()
         return path.read_bytes()
-
-
-# ------------------------------------------------------------------ reading
-def read_gguf_fields(
-    path: str | os.PathLike[str], *, roots: Sequence[Path] = ()
-) -> dict[str, tuple[Any, str]]:
-    """Every field as ``(plain value, type name)``: ``"STRING"``, ``"UINT32"``, ``"ARRAY[INT32]"``...
-
-    Raises gguf-py's own error for a file it cannot read (``ImportError`` without gguf), and
-    before it, ``GGUFHeaderError`` for a declared size the file cannot hold and
-    ``UntrustedFileError`` for a path that is not a regular file (or a symlink out of ``roots``).
-    """
-    return read_gguf(path, roots=roots)[0]
-
-
-def read_gguf(
-    path: str | os.PathLike[str], *, roots: Sequence[Path] = ()
-) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[int, ...]]]:
-    """:func:`read_gguf_fields` and every tensor's GGUF shape (``ne`` order), in one read."""
-    fields, tensors, _ = read_gguf_file(path, roots=roots)
-    return fields, tensors
-
-
-def read_gguf_file(
-    path: str | os.PathLike[str], *, roots: Sequence[Path] = ()
-) -> tuple[dict[str, tuple[Any, str]], dict[str, tuple[int, ...]], str | None]:
-    """:func:`read_gguf` plus the sha256 of the file's bytes, hashed from the same memory map (no
-    second read) -- only for a vocab-only GGUF (None for a model GGUF: gigabytes of weights).
-
-    ``roots``: where a symlink may point (the checkpoint directory); ``()``: a regular file
-    anywhere (a path the user named). Its header is checked before anything is built
-    (:mod:`stacktok_export.gguf_header`)."""
-    from ..gguf_kv import read_fields
-
-    require("gguf")  # the missing-package error names the extra; the reader falls back on it
-    return read_fields(path, roots=roots)
-
-
-def read_gguf_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The ``general.*``, ``tokenizer.*`` and ``stacktok.*`` fields as plain Python values.
-
-    Strings are ``str``, integers ``int``, booleans ``bool``, arrays ``list``.
-    """
-    fields = read_gguf_fields(path)
-    return {name: value for name, (value, _) in fields.items() if name.startswith(METADATA_PREFIXES)}

@@ -33,12 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..gguf_header import GGUFHeaderError, check_file
+from ..gguf.header import GGUFHeaderError, check_file
+from ..gguf.reader import require
 from ..util.untrusted import UntrustedFileError
-from .gguf_fmt import add_tokenizer_metadata, require
+from .gguf_fmt import add_tokenizer_metadata
 
 if TYPE_CHECKING:
-    from ..bpe import StackTokenizer
+    from ..models.bpe.bpe import StackTokenizer
 
 #: keys of the input that the artifact replaces (all of them, not only the ones it writes)
 REPLACED_PREFIXES = ("tokenizer.", "stacktok.")

@@ -41,7 +41,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..pretokenize import compile_pattern, isolated_split
+from ..split.pretokenize import compile_pattern, isolated_split
 from .vocab import (
     ExportRefused,
     chat_template,
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     import tokenizers
     import transformers
 
-    from ..bpe import StackTokenizer
+    from ..models.bpe.bpe import StackTokenizer
 
 MODEL_MAX_LENGTH = 8192
 #: role -> the transformers attribute naming its token (``eot`` has none: it is an extra special)

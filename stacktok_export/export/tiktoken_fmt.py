@@ -32,7 +32,7 @@ from .vocab import ExportRefused, is_v1, ordinary_ids
 if TYPE_CHECKING:
     import tiktoken
 
-    from ..bpe import StackTokenizer
+    from ..models.bpe.bpe import StackTokenizer
 
 
 def tiktoken_text(tok: StackTokenizer) -> str:
@@ -61,7 +61,7 @@ def tiktoken_unproven(tok: StackTokenizer, *, outside_in_text: bool = False) -> 
     rest to the reference).
     """
     if is_v1(tok):
-        from ..vocab import self_reachable
+        from ..models.bpe.model import self_reachable
 
         if self_reachable(tok):
             return None

@@ -45,10 +45,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..textbook import MergeListBPE
+from ..models.bpe.textbook import MergeListBPE
 
 if TYPE_CHECKING:
-    from ..bpe import StackTokenizer
+    from ..models.bpe.bpe import StackTokenizer
 
 
 def tiktoken_refusal(tok: StackTokenizer) -> str | None:

@@ -1,17 +1,17 @@
 """What every exporter reads off an artifact: ids, their strings, roles, and the refusal error.
 
 - :class:`ExportRefused`: a format cannot express something of the artifact (one line: the
-  format, what, why). It is an :class:`~stacktok_export.artifact.ArtifactError`, so the command
+  format, what, why). It is an :class:`~stacktok_export.artifact.artifact.ArtifactError`, so the command
   line maps it to exit 2 -- an export never writes a file that behaves differently.
 - :func:`ordinary_ids` / :func:`token_chars`: the non-special ids in id order and the GPT-2
   byte-level string of every id (specials: their own text), for tokenizer.json and GGUF.
 - :func:`role_token`, :func:`chat_template`: the special string of a role, and the template an
-  export carries (the artifact's own; v1 artifacts: our ChatML from ``chat.py``).
+  export carries (the artifact's own; v1 artifacts: our ChatML from ``chat/chat.py``).
 
 Works on v1 and v2 artifacts alike through the attributes every ``StackTokenizer`` has
 (``id_bytes()``, ``special_to_id``, ``roles``, ``chat_template``, ``format``).
 
-Out of scope: writing any format (one module each) and validating the artifact (artifact.py).
+Out of scope: writing any format (one module each) and validating the artifact (``artifact/``).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ..artifact import FORMAT, ArtifactError
-from ..chat import CHAT_TEMPLATE
-from .bytelevel import to_chars
+from ..artifact.artifact import FORMAT, ArtifactError
+from ..chat.chat import CHAT_TEMPLATE
+from ..split.bytelevel import to_chars
 
 if TYPE_CHECKING:
-    from ..bpe import StackTokenizer
+    from ..models.bpe.bpe import StackTokenizer
 
 
 class ExportRefused(ArtifactError):

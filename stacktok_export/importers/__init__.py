@@ -33,13 +33,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..artifact import ArtifactError
+from ..artifact.artifact import ArtifactError
 from ..util.limits import current
 from ..util.untrusted import UntrustedFileError, check_untrusted
 from .common import ImportRefused, check_bytes, load_json, malformed
 
 if TYPE_CHECKING:
-    from ..bpe import StackTokenizer
+    from ..models.bpe.bpe import StackTokenizer
 
 __all__ = ["ImportRefused", "import_tokenizer", "read_source", "source_kind"]
 
@@ -154,7 +154,7 @@ def import_tokenizer(
     name: str | None = None,
 ) -> StackTokenizer:
     """Read one source and build its reference tokenizer (``ImportRefused`` on anything else)."""
-    from ..bpe import StackTokenizer
+    from ..models.bpe.bpe import StackTokenizer
 
     vocab = read_source(path, pattern=pattern, specials=specials, name=name)
     check_bytes(path, vocab["tokens"], vocab["specials"])

@@ -5,6 +5,9 @@
 - :data:`GPT2_PATTERN`: the split ByteLevel's ``use_regex=True`` means (GPT-2's ``encoder.py``);
   :data:`WHOLE_TEXT`: no split.
 - :func:`dense_table`: ``{id: bytes}`` -> one entry per id, refusing holes in the id space.
+- :func:`merge_pair`: one ``tokenizer.json`` merge entry (``"left right"`` or ``[left, right]``)
+  -> its two token strings: the one parser of merge entries (the importers here, and the
+  suite's validation and audit);
 - :func:`merge_ids`: ``"left right"`` merge strings -> id pairs through a string -> id map.
 - :func:`vocabulary`: the keyword dict of ``StackTokenizer.from_vocab``.
 - reading a source as untrusted input (every source is a file from the internet):
@@ -27,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..pretokenize import GPT2_PATTERN  # noqa: F401 -- re-exported for the readers
+from ..split.pretokenize import GPT2_PATTERN  # noqa: F401 -- re-exported for the readers
 from ..util.limits import current
 from ..util.untrusted import UntrustedFileError, escape, read_untrusted
 
@@ -156,14 +159,32 @@ def dense_table(path: str | os.PathLike[str], by_id: Mapping[int, bytes]) -> lis
     return [by_id[i] for i in range(n)]
 
 
+def merge_pair(m: Any) -> tuple[str, str] | None:
+    """A merge entry as its two token strings: ``"left right"`` (split at the one space) or a
+    pair ``["left", "right"]``; None when it is neither (an empty part is the caller's to judge).
+
+        >>> merge_pair("Ġ t"), merge_pair(["Ġ", "t"]), merge_pair("a b c"), merge_pair([1, 2])
+        (('Ġ', 't'), ('Ġ', 't'), None, None)
+    """
+    if isinstance(m, str):
+        parts = m.split(" ")
+    elif isinstance(m, (list, tuple)):
+        parts = list(m)
+    else:
+        return None
+    if len(parts) != 2 or not all(isinstance(p, str) for p in parts):
+        return None
+    return parts[0], parts[1]
+
+
 def merge_ids(
     path: str | os.PathLike[str], merges: Iterable[str | Sequence[str]], ids: Mapping[str, int]
 ) -> list[tuple[int, int]]:
     """``"a b"`` (or ``["a", "b"]``) merge entries -> ``(id(a), id(b))`` in rank order."""
     out: list[tuple[int, int]] = []
     for r, m in enumerate(merges):
-        parts = m.split(" ") if isinstance(m, str) else list(m) if isinstance(m, (list, tuple)) else []
-        if len(parts) != 2 or not all(isinstance(p, str) for p in parts):
+        parts = merge_pair(m)
+        if parts is None:
             shown = escape(repr(m), limit=60)
             raise ImportRefused(path, f"merges[{r}]", f"{shown} is not two tokens separated by one space")
         try:

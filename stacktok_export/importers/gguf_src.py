@@ -10,12 +10,12 @@ Token types (gguf-py ``TokenType``) decide what each id is, as llama.cpp reads t
   their plain text (convert_hf_to_gguf writes them decoded).
 
 Merges are ``"left right"`` byte-level strings. ``tokenizer.ggml.pre`` names the split
-(:mod:`stacktok_export.pretypes`); ``--pattern`` overrides it. BOS/EOS/EOT/pad
+(:mod:`stacktok_export.gguf.pretypes`); ``--pattern`` overrides it. BOS/EOS/EOT/pad
 ids are the roles; ``add_bos`` is the pre type's default unless ``tokenizer.ggml.add_bos_token``
 says otherwise (llama.cpp's order); the chat template is ``tokenizer.chat_template``.
 
 The header is walked with every declared count and length checked against the file
-(:mod:`stacktok_export.gguf_header`: a 2**40-element array in 200 bytes is refused naming its
+(:mod:`stacktok_export.gguf.header`: a 2**40-element array in 200 bytes is refused naming its
 key); each field this reader uses is checked for its GGUF type before use (a token list that is
 an int array, an id that is a string: refused naming the key).
 
@@ -29,11 +29,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from stacktok_export.export.bytelevel import from_chars
-
-from ..gguf_header import GGUFHeaderError
-from ..gguf_kv import GGUFFormatError, read_kv
-from ..pretypes import pre_type
+from ..gguf.header import GGUFHeaderError
+from ..gguf.kv import GGUFFormatError, read_kv
+from ..gguf.pretypes import pre_type
+from ..split.bytelevel import from_chars
 from .common import ImportRefused, merge_ids, vocabulary
 
 _NORMAL, _UNKNOWN, _CONTROL, _USER, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6

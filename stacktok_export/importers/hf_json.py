@@ -29,8 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from stacktok_export.export.bytelevel import from_chars
-
+from ..split.bytelevel import from_chars
 from ..util.limits import current
 from .common import (
     GPT2_PATTERN,

@@ -3,7 +3,7 @@
 The fast path is the tiktoken export (what the conformance suite proves equal
 to the reference). Two kinds of document go through the reference itself:
 those holding a code point tiktoken's regex tables classify differently
-(:class:`~stacktok_export.drift.DriftCache`, asked once per code point; under
+(:class:`~stacktok_export.split.drift.DriftCache`, asked once per code point; under
 Qwen2's or GPT-2's split also those holding a code point its shape cannot prove
 agreeing, ``drift.UNPROVEN``; under any other split every document holding a
 non-ASCII code point) or a token the source splits out of plain
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ..bpe import StackTokenizer, load_tokenizer
-from ..diff import first_difference
-from ..drift import CLASS_SPLITS, DriftCache
+from ..models.bpe.bpe import StackTokenizer, load_tokenizer
+from ..split.drift import CLASS_SPLITS, DriftCache
+from ..util.diff import first_difference
 from .writer import token_dtype
 
 _GOLDEN = 0x9E3779B97F4A7C15  # Fibonacci hashing: document number -> well-spread 64-bit value
@@ -112,14 +112,14 @@ class DocEncoder:
 
     def __init__(self, spec: EncoderSpec) -> None:
         from ..export.tiktoken_fmt import tiktoken_unproven, to_tiktoken
-        from ..pretypes import COVERING
-        from ..vocab import is_llama3
+        from ..gguf.pretypes import COVERING
+        from ..split.drift import is_llama3
 
         self.ref: StackTokenizer = load_tokenizer(
             Path(spec.artifact), allow_engine_mismatch=spec.allow_engine_mismatch
         )
         # tiktoken is the fast path where its merges are proven equal and its findall is the whole
-        # split (``pretypes.COVERING``: else it drops the text between matches). The regex engines
+        # split (``COVERING`` in gguf/pretypes.py: else it drops the text between matches). The regex engines
         # differ in their Unicode tables, not in ASCII classes: the drift cache asks tiktoken about
         # each new non-ASCII code point under a split where only its class counts (``drift.
         # CLASS_SPLITS``; proven per code point except under Llama-3's, whose shape always tells);

@@ -21,8 +21,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from ..corpus import CorpusOptions
-from ..corpus_io import CorpusError, Span
+from ..corpus.corpus import CorpusOptions
+from ..corpus.corpus_io import CorpusError, Span
 from .encode import Batch, DocEncoder, Encoded, EncoderSpec, encode_in_worker, init_worker, share_worker
 from .part import PartJob, run_part
 from .plan import count_unit

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._atomic import write_text_atomic
-from ..corpus import CorpusOptions, read_input
-from ..corpus_io import CorpusError
+from ..corpus.corpus import CorpusOptions, read_input
+from ..corpus.corpus_io import CorpusError
+from ..util.atomic import write_text_atomic
 from .encode import EMPTY, FLAG_NAMES, REFERENCE, SKIPPED, VERIFIED, Batch, Encoded
 from .plan import Part
 from .writer import ShardWriter, sha256_file, shard_files

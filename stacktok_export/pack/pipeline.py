@@ -33,12 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._atomic import write_text_atomic
-from ..bpe import StackTokenizer, load_tokenizer, shipped_artifact_path
-from ..corpus import CorpusOptions, describe_inputs
-from ..corpus_io import CorpusError
-from ..pretokenize import engine_info
-from ..progress import Progress
+from ..artifact.artifact import shipped_artifact_path
+from ..corpus.corpus import CorpusOptions, describe_inputs
+from ..corpus.corpus_io import CorpusError
+from ..models.bpe.bpe import StackTokenizer, load_tokenizer
+from ..split.pretokenize import engine_info
+from ..util.atomic import write_text_atomic
+from ..util.progress import Progress
 from . import plan
 from .encode import EncoderSpec, forget_worker, shared_worker
 from .engines import ENGINES, EngineError, count_local, pool_encoder, run_local, start_pool

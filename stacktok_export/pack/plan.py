@@ -24,8 +24,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..corpus import PARAGRAPH_BREAK, CorpusOptions, input_kind, read_input, split_lines
-from ..corpus_io import WHOLE, CorpusError, Span, compressed
+from ..corpus.corpus import PARAGRAPH_BREAK, CorpusOptions, input_kind, read_input, split_lines
+from ..corpus.corpus_io import WHOLE, CorpusError, Span, compressed
 
 DEFAULT_PART_BYTES = 64 << 20
 #: how inputs become parts (in every pack's header: a rerun never mixes parts of two plans);

@@ -24,8 +24,8 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..corpus import CorpusOptions
-from ..corpus_io import Span
+from ..corpus.corpus import CorpusOptions
+from ..corpus.corpus_io import Span
 from .encode import DocEncoder, EncoderSpec
 from .engines import EngineError, count_task
 from .part import PartJob, run_part

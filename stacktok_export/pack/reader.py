@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..bpe import StackTokenizer, load_tokenizer
+from ..models.bpe.bpe import StackTokenizer, load_tokenizer
 from .encode import sampled
 from .pipeline import MANIFEST, READS, PackError
 from .writer import megatron_index, sha256_file

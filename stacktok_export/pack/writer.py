@@ -39,7 +39,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .._atomic import write_bytes_atomic
+from ..util.atomic import write_bytes_atomic
 
 MEGATRON_HEADER = b"MMIDIDX\x00\x00"
 MEGATRON_CODES = {"<u2": 8, "<u4": 4}  # Megatron's DType: 8 = uint16, 4 = int32 (no uint32)

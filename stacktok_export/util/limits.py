@@ -17,7 +17,7 @@ one line of a corpus   64 MiB      (``stacktok pack``: a longer JSONL line or do
 =====================  ==========  =====================================================
 
 A GGUF is not read whole (its tensors are mapped, never loaded); its header is checked against
-the file's size instead (``stacktok_export.gguf_header``).
+the file's size instead (``stacktok_export.gguf.header``).
 
 Out of scope: time budgets (``stacktok_export.util.bounded``); how a file is read
 (``stacktok_export.util.untrusted``).

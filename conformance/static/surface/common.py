@@ -21,7 +21,7 @@ from conformance.core.expect import is_ours, ordinary_bytes
 from conformance.core.layout import file_json
 from conformance.core.rows import FILES, Row, skip
 from stacktok_export import StackTokenizer
-from stacktok_export.export.bytelevel import from_chars, to_chars
+from stacktok_export.split.bytelevel import from_chars, to_chars
 
 T = TypeVar("T")
 SHOWN = 5  # differences named in a message; the total is always given

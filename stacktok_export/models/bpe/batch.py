@@ -5,7 +5,7 @@ once without being a tokenizer itself (and the reference must not run one). Each
 every unfinished pre-token merges *all* leftmost, non-overlapping occurrences of its own
 lowest-rank pair. That is the textbook rule (one leftmost merge at a time) because a merge
 only creates pairs that contain the new id, whose ranks are higher -- except for the
-``unsafe`` ranks (``vocab.unsafe_ranks``: merges that are not topological), which merge only
+``unsafe`` ranks (``artifact/vocab.py``'s ``unsafe_ranks``: merges that are not topological), which merge only
 their leftmost occurrence per round. A merge relinks slots instead of moving data; finished
 pre-tokens leave the arrays in bulk (``_Batch.compact``), so a round costs a fixed ~30 numpy
 calls over O(bytes still merging) -- the calls, not the data, are most of its cost (measured on
@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+
+from ...trainer.train_flat import leftmost_non_overlapping
 
 MISS = np.int32(1 << 30)  # rank of a pair that never merges
 TAIL = 24  # pre-tokens left in a batch below which ``finish`` ends them one by one
@@ -219,16 +221,6 @@ def _merge(b: _Batch, pos: np.ndarray, ranks: PairRanks) -> None:
     b.rk[np.concatenate((pos, before))] = ranks.lookup(
         np.concatenate((new, b.ids[before])), np.concatenate((b.ids[after], new))
     )
-
-
-def leftmost_non_overlapping(pos: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """In a chain of pairs sharing a slot (``x x x``), keep every other one from the left (also the
-    trainer's rule, ``train_flat.py``)."""
-    chained = np.zeros(len(pos), dtype=bool)
-    chained[1:] = pos[1:] == right[:-1]
-    k = np.arange(len(pos))
-    run_start = np.maximum.accumulate(np.where(chained, 0, k))
-    return pos[(k - run_start) % 2 == 0]
 
 
 def _first_if_unsafe(

@@ -5,8 +5,8 @@ take the pair of lowest rank and replace its leftmost occurrence by the merge's 
 (:class:`MergeListBPE`), as Hugging Face ``tokenizers`` and tiktoken do. Training replaces every
 non-overlapping occurrence of its chosen pair at once, left to right (:func:`merge_pair`). The
 two agree when no merge makes a token that a lower-rank merge uses (every list stacktok trains);
-on imported lists that do (``vocab.unsafe_ranks``), the pair a merge creates can outrank the next
-occurrence, so one occurrence at a time is the rule::
+on imported lists that do (``unsafe_ranks`` in ``artifact/vocab.py``), the pair a merge creates
+can outrank the next occurrence, so one occurrence at a time is the rule::
 
     >>> merge_pair([97, 97, 97], (97, 97), 256)      # "aaa": one merge, then a lone "a"
     [256, 97]

@@ -18,7 +18,7 @@ of one million-byte sequence.
     [b'abc', b'x', b'abc']
 
 Out of scope: merging the chunks (``StackTokenizer._bpe_long``), pre-tokens without a cut
-(the str passes and the heap in ``bpe.py``).
+(the str passes and the heap in ``model.py``).
 """
 
 from __future__ import annotations

@@ -40,9 +40,9 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from ..util.limits import current
 from . import corpus_io
 from .corpus_io import WHOLE, CorpusError, Span, too_long
-from .util.limits import current
 
 BLOCK = 8 << 20
 ERRORS = ("strict", "replace", "skip")

@@ -1,4 +1,4 @@
-"""The general id layout (artifact v2): any byte-level BPE as a frozen reference.
+"""The general id layout (artifact v2): any byte-level BPE as a frozen reference, as data.
 
 Our own layout (v1: bytes at 0..255 in byte order, merge ``r`` -> id ``256 + r``, specials on
 the top ids, the Llama-3 split) is one case of it. A v2 vocabulary gives the bytes of every
@@ -9,14 +9,15 @@ that is a vocabulary token is that token), the source's chat template, and which
 source matches even in ordinary text (HF added tokens with ``special=False``, GGUF
 user-defined tokens).
 
-:func:`build` validates a vocabulary and returns a tokenizer; when the layout is exactly v1's
-it returns a v1 tokenizer, so importing our own export gives our fingerprint. :func:`canonical`
-/ :func:`dumps` / :func:`load_payload` are the v2 artifact's JSON form (keys sorted, one token
-and one merge per line, token bytes as hex).
+:func:`check` validates a vocabulary and returns it as a :class:`Vocabulary` (whether its ids
+are v1's: :meth:`Vocabulary.v1_layout`); the model builds its tokenizer from one
+(``StackTokenizer.from_vocab``). :func:`canonical` / :func:`dumps` / :func:`read_payload` are
+the v2 artifact's JSON form (keys sorted, one token and one merge per line, token bytes as hex):
+what they read off a tokenizer is the :class:`Layout` protocol.
 
-Out of scope: an unk token or byte fallback (a missing single byte is dropped, as HF's BPE
-without ``unk_token`` does), holes in the id space (every id is a token), non-byte-level models
-(SentencePiece, WordPiece, Unigram), normalizers.
+Out of scope: building a tokenizer (``models/bpe``), an unk token or byte fallback (a missing
+single byte is dropped, as HF's BPE without ``unk_token`` does), holes in the id space (every id
+is a token), non-byte-level models (SentencePiece, WordPiece, Unigram), normalizers.
 """
 
 from __future__ import annotations
@@ -24,12 +25,10 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from .pretokenize import LLAMA3_PATTERN, compile_pattern
-
-if TYPE_CHECKING:
-    from .bpe import StackTokenizer
+from ..split.pretokenize import compile_pattern
 
 FORMAT_V2 = "stacktok-bpe-v2"
 MAX_IDS = 1 << 31
@@ -40,6 +39,80 @@ V1_ROLES = {"bos": "<|bos|>", "eos": "<|eos|>", "eot": "<|end|>", "pad": "<|pad|
 
 class VocabError(ValueError):
     """A vocabulary that cannot be a frozen reference; the message names the field."""
+
+
+class Layout(Protocol):
+    """What the v2 JSON form reads (a :class:`Vocabulary`, and every ``StackTokenizer``)."""
+
+    merges: list[tuple[int, int]]
+    special_to_id: dict[str, int]
+    in_text: frozenset[str]
+    roles: dict[str, int]
+    add_bos: bool
+    add_eos: bool
+    patterns: tuple[str, ...]
+    ignore_merges: bool
+    chat_template: str | None
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    @property
+    def id_to_special(self) -> dict[int, str]: ...
+
+    def id_bytes(self) -> list[bytes]: ...
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """A validated byte-level BPE (:func:`check`): everything its tokenizer is built from."""
+
+    table: list[bytes]  # the bytes of every id (a special: its UTF-8 string)
+    merges: list[tuple[int, int]]  # by rank, as id pairs
+    results: list[int]  # the id each merge makes
+    special_to_id: dict[str, int]  # in id order
+    patterns: tuple[str, ...]
+    ignore_merges: bool
+    roles: dict[str, int]  # sorted by role
+    add_bos: bool
+    add_eos: bool
+    chat_template: str | None
+    in_text: frozenset[str]
+    plain: dict[bytes, int]  # bytes -> id of every ordinary token
+    format: str = FORMAT_V2
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.table)
+
+    @property
+    def id_to_special(self) -> dict[int, str]:
+        return {i: s for s, i in self.special_to_id.items()}
+
+    def id_bytes(self) -> list[bytes]:
+        return list(self.table)
+
+    def v1_layout(self) -> bool:
+        """Whether the ids are v1's: one split, bytes at 0..255 in byte order, merge ``r`` makes
+        ``256 + r``, the specials (at least one) on the top ids."""
+        table, m = self.table, len(self.merges)
+        if (
+            len(self.patterns) != 1
+            or not self.special_to_id
+            or len(table) != 256 + m + len(self.special_to_id)
+        ):
+            return False
+        if any(table[i] != bytes([i]) for i in range(256)) or self.results != list(range(256, 256 + m)):
+            return False
+        return list(self.special_to_id.values()) == list(range(256 + m, len(table)))
+
+    def v1_behaviour(self) -> bool:
+        """Whether the source adds nothing v1 does not (BOS/EOS, specials in text) and names no
+        role otherwise than v1 (the template and ``ignore_merges`` are the model's to judge)."""
+        if self.add_bos or self.add_eos or self.in_text:
+            return False
+        implied = v1_roles(self.special_to_id)
+        return all(implied.get(role) == i for role, i in self.roles.items())
 
 
 def v1_roles(special_to_id: Mapping[str, int]) -> dict[str, int]:
@@ -165,9 +238,8 @@ def _check_patterns(patterns: Sequence[str]) -> tuple[str, ...]:
     return tuple(patterns)
 
 
-# --------------------------------------------------------------------- build
-def build(
-    cls: type[StackTokenizer],
+# --------------------------------------------------------------------- check
+def check(
     *,
     tokens: Sequence[bytes],
     merges: Sequence[Sequence[int]],
@@ -179,19 +251,14 @@ def build(
     add_eos: bool = False,
     chat_template: str | None = None,
     in_text: Collection[str] = (),
-    name: str = "imported",
-    normalize: bool = True,
-) -> StackTokenizer:
-    """Validate a vocabulary and build its tokenizer: v1 when the layout is v1's, else v2.
-
-    ``normalize=False`` keeps v2 whatever the layout (a v2 file loads as it was written).
-    """
+) -> Vocabulary:
+    """Validate a vocabulary (``VocabError`` names the first bad field) and return it as data."""
     table = _check_tokens(tokens)
     special_to_id = _check_specials(specials, table)
     plain = _plain_ids(table, set(special_to_id.values()))
     results = _check_merges(merges, table, plain)
     pairs = [(a, b) for a, b in merges]
-    patterns = _check_patterns(patterns)
+    checked_patterns = _check_patterns(patterns)
     role_ids = _check_roles(roles or {}, len(table))
     unknown = set(in_text) - special_to_id.keys()
     if unknown:
@@ -201,18 +268,12 @@ def build(
             raise VocabError(f"{flag} must be true or false, got {value!r}")
     if chat_template is not None and not isinstance(chat_template, str):
         raise VocabError("chat_template must be a string or null")
-    v1 = _as_v1(cls, table, pairs, results, special_to_id, patterns, name) if normalize else None
-    if v1 is not None and _v1_equivalent(
-        v1, role_ids, add_bos, add_eos, chat_template, in_text, ignore_merges=ignore_merges
-    ):
-        return v1
-    tok = cls(patterns[0], name=name)
-    tok._set_vocab(
+    return Vocabulary(
         table=table,
         merges=pairs,
         results=results,
         special_to_id=special_to_id,
-        patterns=patterns,
+        patterns=checked_patterns,
         ignore_merges=ignore_merges,
         roles=role_ids,
         add_bos=add_bos,
@@ -221,63 +282,10 @@ def build(
         in_text=frozenset(in_text),
         plain=plain,
     )
-    return tok
-
-
-def _as_v1(
-    cls: type[StackTokenizer],
-    table: list[bytes],
-    merges: list[tuple[int, int]],
-    results: list[int],
-    special_to_id: dict[str, int],
-    patterns: tuple[str, ...],
-    name: str,
-) -> StackTokenizer | None:
-    """The v1 tokenizer with these ids, when the id layout is v1's; else ``None``."""
-    m = len(merges)
-    if len(patterns) != 1 or not special_to_id or len(table) != 256 + m + len(special_to_id):
-        return None
-    if any(table[i] != bytes([i]) for i in range(256)) or results != list(range(256, 256 + m)):
-        return None
-    if list(special_to_id.values()) != list(range(256 + m, len(table))):
-        return None
-    tok = cls(patterns[0], name=name)
-    tok.merges = merges
-    tok._index(list(special_to_id))
-    return tok
-
-
-def _v1_equivalent(
-    tok: StackTokenizer,
-    roles: dict[str, int],
-    add_bos: bool,
-    add_eos: bool,
-    chat_template: str | None,
-    in_text: Collection[str],
-    *,
-    ignore_merges: bool,
-) -> bool:
-    """Whether the rest of the source behaves as v1 does (same roles, template, no BOS, ...)."""
-    from .chat import CHAT_TEMPLATE
-
-    if add_bos or add_eos or in_text or chat_template not in (None, CHAT_TEMPLATE):
-        return False
-    implied = v1_roles(tok.special_to_id)
-    if any(implied.get(role) != i for role, i in roles.items()):
-        return False
-    return not ignore_merges or self_reachable(tok)
-
-
-def self_reachable(tok: StackTokenizer) -> bool:
-    """Every non-special token's own bytes encode to that token (so ``ignore_merges`` is moot):
-    the encoder's table of such tokens (``_self_reachable``, all merged at once in numpy) holds
-    every one of them (tokens spelled alike cannot all be in it)."""
-    ordinary = sum(1 for i in range(tok.vocab_size) if i not in tok.id_to_special)
-    return len(tok._self_reachable()) == ordinary
 
 
 # ---------------------------------------------------------------- JSON form
-def canonical(tok: StackTokenizer) -> dict[str, Any]:
+def canonical(tok: Layout) -> dict[str, Any]:
     """Everything that decides ids (the fingerprint's input)."""
     tokens: list[str | None] = list(map(bytes.hex, tok.id_bytes()))
     for i in tok.id_to_special:
@@ -315,8 +323,8 @@ def dumps(payload: dict[str, Any]) -> str:
 _V2_KEYS = ("vocab_size", "tokens", "merges", "special_tokens", "patterns")
 
 
-def load_payload(cls: type[StackTokenizer], payload: dict[str, Any], *, name: str) -> StackTokenizer:
-    """Build the tokenizer of a parsed v2 artifact (``VocabError`` names a bad field)."""
+def read_payload(payload: dict[str, Any]) -> Vocabulary:
+    """The vocabulary of a parsed v2 artifact (``VocabError`` names a bad field)."""
     missing = [k for k in _V2_KEYS if k not in payload]
     if missing:
         raise VocabError(f"missing key(s) {missing} of a {FORMAT_V2} artifact")
@@ -342,8 +350,7 @@ def load_payload(cls: type[StackTokenizer], payload: dict[str, Any], *, name: st
     merges = payload["merges"]
     if not isinstance(merges, list) or not all(isinstance(m, list) for m in merges):
         raise VocabError("merges must be a list of [left, right] id pairs")
-    tok = build(
-        cls,
+    return check(
         tokens=tokens,
         merges=merges,
         specials=specials,
@@ -354,10 +361,7 @@ def load_payload(cls: type[StackTokenizer], payload: dict[str, Any], *, name: st
         add_eos=payload.get("add_eos", False),
         chat_template=payload.get("chat_template"),
         in_text=payload.get("in_text") or (),
-        name=name,
-        normalize=False,
     )
-    return tok
 
 
 def unsafe_ranks(merges: list[tuple[int, int]], results: list[int], n: int) -> list[int]:
@@ -374,8 +378,3 @@ def unsafe_ranks(merges: list[tuple[int, int]], results: list[int], n: int) -> l
         a, b = merges[r]
         first_use[a] = first_use[b] = r
     return [r for r, t in enumerate(results) if first_use[t] < r]
-
-
-def is_llama3(patterns: Sequence[str]) -> bool:
-    """The one split the packer's drift shapes are proven for (``drift.Shape``)."""
-    return tuple(patterns) == (LLAMA3_PATTERN,)

@@ -90,24 +90,33 @@ class LongWord:
             if j == n or ids[j] != b:
                 continue  # stale: the right neighbour changed
             p, k = prv[i], nxt[j]
-            if p >= 0:
+            if p >= 0:  # (left, a) becomes (left, new), starting at p
                 left = ids[p]
-                old, made = (left << SHIFT) | a, (left << SHIFT) | new_id
-                delta[old] = delta.get(old, 0) - freq
-                delta[made] = delta.get(made, 0) + freq
-                _slots(at, made).append(p)
-                holds(made)
-            if k < n:
+                _moved(delta, at, holds, (left << SHIFT) | a, (left << SHIFT) | new_id, p, freq)
+            if k < n:  # (b, right) becomes (new, right), starting at i
                 right = ids[k]
-                old, made = (b << SHIFT) | right, (new_id << SHIFT) | right
-                delta[old] = delta.get(old, 0) - freq
-                delta[made] = delta.get(made, 0) + freq
-                _slots(at, made).append(i)
-                holds(made)
+                _moved(delta, at, holds, (b << SHIFT) | right, (new_id << SHIFT) | right, i, freq)
                 prv[k] = i
             ids[i] = new_id
             ids[j] = DEAD
             nxt[i] = k
+
+
+def _moved(
+    delta: dict[int, int],
+    at: dict[int, array[int]],
+    holds: Callable[[int], None],
+    old: int,
+    made: int,
+    slot: int,
+    freq: int,
+) -> None:
+    """A neighbour pair of a merged occurrence: ``old`` loses ``freq``, ``made`` gains it and now
+    starts at ``slot`` (the count rule, the same on either side of the occurrence)."""
+    delta[old] = delta.get(old, 0) - freq
+    delta[made] = delta.get(made, 0) + freq
+    _slots(at, made).append(slot)
+    holds(made)
 
 
 def _slots(at: dict[int, array[int]], key: int) -> array[int]:

@@ -1,6 +1,6 @@
 """Run llama.cpp's own ``convert_hf_to_gguf.py`` with our tokenizer's hash registered.
 
-``python -m stacktok_export.llama_convert CONVERTER.py MODEL_DIR [converter options...]``
+``python -m stacktok_export.gguf.llama_convert CONVERTER.py MODEL_DIR [converter options...]``
 
 The stock converter identifies a BPE pre-tokenizer by hashing the ids of a fixed text
 (``get_vocab_base_pre``) and refuses unknown hashes ("BPE pre-tokenizer was not

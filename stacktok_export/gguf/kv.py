@@ -12,9 +12,9 @@ type name)}`` with its ``GGUF.*`` pseudo-fields, tensor shapes), for the gate: i
 ordinary well-formed file itself and hands every other file to ``GGUFReader``, so a file the
 library refuses is refused with the library's words and an odd one is read the library's way.
 
-Every read goes through :class:`~stacktok_export.gguf_header.Cursor`, which checks each declared
+Every read goes through :class:`~stacktok_export.gguf.header.Cursor`, which checks each declared
 count and length against the file before anything is built, and the library is handed only a
-file :func:`~stacktok_export.gguf_header.scan` has walked whole (``GGUFReader`` checks nothing
+file :func:`~stacktok_export.gguf.header.scan` has walked whole (``GGUFReader`` checks nothing
 first: a 2**40-element array declared in 200 bytes takes it hours and gigabytes).
 
 Out of scope: tensor data; big-endian files and GGUF v1 (:func:`read_kv` refuses them as
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .gguf_header import (
+from .header import (
     ARRAY,
     SCALARS,
     STRING,
@@ -87,7 +87,7 @@ def _header(buf: Any, path: os.PathLike[str] | str) -> tuple[Cursor, int, int, i
 def read_kv(path: str | os.PathLike[str], *, roots: Sequence[Path] = ()) -> dict[str, Any]:
     """Every metadata key of a GGUF file -> its value (strings as ``bytes``).
 
-    Raises :class:`GGUFFormatError`, :class:`~stacktok_export.gguf_header.GGUFHeaderError` (a
+    Raises :class:`GGUFFormatError`, :class:`~stacktok_export.gguf.header.GGUFHeaderError` (a
     declared size the file cannot hold) or ``UntrustedFileError`` (not a regular file, or a
     symlink out of ``roots``); all are ``ValueError``.
     """
@@ -125,8 +125,8 @@ def read_fields(
     A file this walk does not find ordinary (big-endian, nested arrays, a duplicate key or tensor,
     a tensor type gguf-py does not know, data past the end, any decoding error) is read by
     ``GGUFReader`` itself, which raises its own error or gives its own answer -- once
-    :func:`~stacktok_export.gguf_header.scan` has found every declared size within the file
-    (else :class:`~stacktok_export.gguf_header.GGUFHeaderError`, a ``ValueError``). ``path``
+    :func:`~stacktok_export.gguf.header.scan` has found every declared size within the file
+    (else :class:`~stacktok_export.gguf.header.GGUFHeaderError`, a ``ValueError``). ``path``
     must be a regular file, a symlink only into ``roots`` (``UntrustedFileError`` otherwise).
     """
     with mapped(path, roots=roots) as buf:

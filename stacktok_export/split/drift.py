@@ -16,6 +16,10 @@ single tokens). Under another split that a non-ASCII character enters only throu
 ``SAME`` only when the reference's ids of its shape differ under every other class it could be
 put in (:func:`discriminates`), else ``UNPROVEN`` -- the encoder agreeing there proves nothing.
 
+The reference is any tokenizer with what :class:`Reference` names (``StackTokenizer`` has it):
+this module sits below the models and imports none. :func:`is_llama3` says whether a split is
+the one the shapes are proven strong for.
+
 Out of scope: regex differences that are not character classes (llama.cpp's
 ``'[sS]``), and white-space class changes that do not change ids.
 """
@@ -25,10 +29,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import regex
 
-from .bpe import StackTokenizer
 from .pretokenize import GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN
 
 CONTRACTIONS = ("'s", "'t", "'re", "'ve", "'m", "'ll", "'d")
@@ -39,6 +43,22 @@ SAME, TABLES, OTHER, UNPROVEN = "same", "tables", "other", "unproven"
 #: (``\p{N}``), white space (``\s``, never ``\r``/``\n`` or the space itself) or other
 CLASS_SPLITS = frozenset({LLAMA3_PATTERN, QWEN2_PATTERN, GPT2_PATTERN})
 _CLASSES = (("L", regex.compile(r"\p{L}")), ("N", regex.compile(r"\p{N}")), ("S", regex.compile(r"\s")))
+
+
+class Reference(Protocol):
+    """What the shapes ask of the reference: its ids for a text, its (first) split regex, and the
+    BPE of one pre-token's bytes."""
+
+    _split_re: regex.Pattern[str]
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def _bpe(self, data: bytes) -> list[int]: ...
+
+
+def is_llama3(patterns: Sequence[str]) -> bool:
+    """The one split the packer's drift shapes are proven for (:class:`Shape`)."""
+    return tuple(patterns) == (LLAMA3_PATTERN,)
 
 
 @dataclass(frozen=True)
@@ -64,14 +84,14 @@ class Shape:
         return "".join(self.text(chr(c)) for c in cps)
 
 
-def choose_shape(tok: StackTokenizer) -> Shape:
+def choose_shape(tok: Reference) -> Shape:
     """The contraction and digit triple that are single tokens of ``tok``."""
     one = [c for c in CONTRACTIONS if len(tok.encode(c)) == 1]
     three = [d * 3 for d in "0123456789" if len(tok.encode(d * 3)) == 1]
     return Shape(one[0] if one else "'s", three[0] if three else "000", bool(one and three))
 
 
-def hypothesis_ids(tok: StackTokenizer, shape: Shape, ch: str, cls: str) -> list[int]:
+def hypothesis_ids(tok: Reference, shape: Shape, ch: str, cls: str) -> list[int]:
     """The reference's ids for ``shape.text(ch)`` if ``ch`` were of class ``cls``."""
     real, stand = shape.text(ch), shape.text(STAND_INS[cls])
     return [i for m in tok._split_re.finditer(stand) for i in tok._bpe(real[m.start() : m.end()].encode())]
@@ -82,7 +102,7 @@ def char_class(ch: str) -> str:
     return next((name for name, cls in _CLASSES if cls.match(ch)), "O")
 
 
-def discriminates(tok: StackTokenizer, shape: Shape, ch: str, ids: Sequence[int]) -> bool:
+def discriminates(tok: Reference, shape: Shape, ch: str, ids: Sequence[int]) -> bool:
     """Whether ``ids`` (the reference's for ``shape.text(ch)``) differ from the ids under every
     other class ``ch`` could be put in: only then do an encoder's equal ids prove its class."""
     actual, want = char_class(ch), list(ids)
@@ -99,7 +119,7 @@ class DriftCache:
     Threads may share one: a race only asks the same question twice.
     """
 
-    ref: StackTokenizer
+    ref: Reference
     encode: Callable[[str], Sequence[int]]
     shape: Shape | None = None
     prove: bool = False

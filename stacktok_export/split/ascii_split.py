@@ -5,8 +5,8 @@ is the slowest step of encoding: on the held-out text the split alone costs more
 tiktoken's whole encode. On ASCII characters the pattern's classes are plain byte ranges, and
 the standard library's ``re`` runs them about twice as fast as ``regex`` (measured on the
 held-out text's ASCII lines: 0.24 s vs 0.54 s). :func:`fast_split` returns a split that gives
-exactly ``regex``'s ``findall`` for :data:`~stacktok_export.pretokenize.LLAMA3_PATTERN` and
-:data:`~stacktok_export.pretokenize.QWEN2_PATTERN` (the same alternatives, but single digits:
+exactly ``regex``'s ``findall`` for :data:`~stacktok_export.split.pretokenize.LLAMA3_PATTERN` and
+:data:`~stacktok_export.split.pretokenize.QWEN2_PATTERN` (the same alternatives, but single digits:
 a digit rule holds no white space, so every argument below is the same for both):
 
 - a text is cut only at :data:`LINE_CUT` -- after a newline whose following run of spaces and

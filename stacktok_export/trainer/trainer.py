@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from ._gc import paused as _gc_paused
-from .ascii_split import LINE_CUT, cuts_at_lines, fast_split
-from .pretokenize import compile_pattern
-from .progress import Bar, Progress
+from ..split.ascii_split import LINE_CUT, cuts_at_lines, fast_split
+from ..split.pretokenize import compile_pattern
+from ..util.gc import paused as _gc_paused
+from ..util.progress import Bar, Progress
 from .train_flat import MASK, SHIFT, FlatWords, byte_pair_keys, shared_ints  # the key's layout lives there
 from .train_long import LONG_FROM, LongWord
 
@@ -58,8 +58,8 @@ def _splitter(pattern: str) -> Callable[[str], list[str]]:
 
 def _batches(docs: Iterable[str], *, cut: bool) -> Iterator[list[str]]:
     """Documents in groups of about ``_BATCH_BYTES`` characters; with ``cut``, a longer document
-    is cut at pre-token boundaries (:data:`~.ascii_split.LINE_CUT`) into pieces of about that
-    size, so that the workers share the end of the corpus evenly."""
+    is cut at pre-token boundaries (:data:`~stacktok_export.split.ascii_split.LINE_CUT`) into
+    pieces of about that size, so that the workers share the end of the corpus evenly."""
     batch: list[str] = []
     size = 0
     for doc in docs:
@@ -368,7 +368,7 @@ def train_merges(
     """
     if num_merges + 256 > MASK:
         raise ValueError(f"num_merges={num_merges} is too large: ids must stay below {MASK + 1}")
-    with _gc_paused():  # millions of lists, no cycles: the collector's passes cost ~15 % (_gc.py)
+    with _gc_paused():  # millions of lists, no cycles: the collector's passes cost ~15 % (util/gc.py)
         state = _MergeState(word_counts, consume=consume)
         merges: list[tuple[int, int]] = []
         while len(merges) < num_merges:
@@ -383,8 +383,24 @@ def train_merges(
     return merges
 
 
+def learn_merges(
+    docs: Iterable[str],
+    pattern: str,
+    num_merges: int,
+    *,
+    workers: int | None = None,
+    progress: ProgressFn | None = None,
+) -> list[tuple[int, int]]:
+    """Count the pre-tokens of ``docs`` under ``pattern`` and learn up to ``num_merges`` merges from
+    them (:func:`count_pretokens`, then :func:`train_merges`, the counts freed as they are read)."""
+    counts = count_pretokens(docs, pattern, workers=workers or default_workers())
+    word_counts = {s.encode("utf-8"): c for s, c in counts.items()}
+    del counts
+    return train_merges(word_counts, num_merges, progress=progress, consume=True)
+
+
 class ProgressBar:
-    """Merges done as one progress bar (:mod:`stacktok_export.progress`): a live tqdm bar on a
+    """Merges done as one progress bar (:mod:`stacktok_export.util.progress`): a live tqdm bar on a
     terminal, a plain line every ``every`` seconds otherwise, then one "done" line.
 
     A ``train_merges`` progress callback: ``bar(done, total)``. It closes itself when

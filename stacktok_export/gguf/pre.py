@@ -8,7 +8,7 @@ llama-cpp-python 0.3.36 vendors). So a pre type fits an artifact when
 
 - its regexes equal the artifact's patterns, in order, and it sets ``ignore_merges`` exactly
   when the artifact does -- both from the importers' table of facts,
-  :data:`stacktok_export.pretypes.PRE_TYPES`;
+  :data:`stacktok_export.gguf.pretypes.PRE_TYPES`;
 - it does not change BOS behind the ``add_bos_token`` key: ``chatglm-bpe``, ``glm4`` and
   ``glm5`` drop the BOS id, ``gemma4`` forces ``add_bos`` on (:data:`BOS_ALTERED`).
 
@@ -20,19 +20,21 @@ lines 2686-2920, "control-looking token ... its type will be overridden"): a NOR
 matched as a special in trusted text, a USER_DEFINED one would no longer be matched in
 untrusted text. :func:`control_looking` finds them (Qwen2's ordinary ``</s>``, id 128247).
 
-Out of scope: the regex tables themselves (the importers' facts) and v1 artifacts (their pre
-type is fixed in :mod:`~stacktok_export.export.gguf_fmt`).
+Both raise :class:`NotExpressible`; the writer (:mod:`stacktok_export.export.gguf_fmt`) reports it
+as an ``ExportRefused``.
+
+Out of scope: the regex tables themselves (:mod:`.pretypes`) and v1 artifacts (their pre type is
+fixed in :mod:`stacktok_export.export.gguf_fmt`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..pretypes import PRE_TYPES
-from .vocab import ExportRefused
+from .pretypes import PRE_TYPES
 
 if TYPE_CHECKING:
-    from ..bpe import StackTokenizer
+    from ..models.bpe.bpe import StackTokenizer
 
 #: token texts llama.cpp forces to CONTROL on load (EOT / EOM / FIM / EOG auto-detection)
 CONTROL_LOOKING = frozenset(
@@ -53,14 +55,17 @@ CONTROL_LOOKING = frozenset(
 BOS_ALTERED = frozenset({"chatglm-bpe", "glm4", "glm5", "gemma4"})
 
 
+class NotExpressible(ValueError):
+    """llama.cpp would not load the artifact as it encodes; the message says why (the GGUF writer
+    reports it as its ``ExportRefused``)."""
+
+
 def pre_type(tok: StackTokenizer) -> str:
-    """The pre type to write for ``tok``; ``ExportRefused`` names why none fits."""
+    """The pre type to write for ``tok``; :class:`NotExpressible` names why none fits."""
     table = PRE_TYPES
     found = [name for name, pt in table.items() if pt.patterns == tuple(tok.patterns)]
     if not found:
-        raise ExportRefused(
-            "gguf",
-            tok,
+        raise NotExpressible(
             f"no llama.cpp pre type splits with these {len(tok.patterns)} pattern(s) "
             "(llama.cpp reads the split from the pre type name only)",
         )
@@ -70,22 +75,18 @@ def pre_type(tok: StackTokenizer) -> str:
         if table[name].ignore_merges == bool(tok.ignore_merges) and name not in BOS_ALTERED
     ]
     if not fits:
-        raise ExportRefused(
-            "gguf",
-            tok,
+        raise NotExpressible(
             f"the pre type(s) with these patterns ({', '.join(found)}) do not match the artifact's "
             f"ignore_merges={bool(tok.ignore_merges)} (llama.cpp has no key for it) or alter BOS",
         )
     return fits[0]  # the table lists each group's canonical name first
 
 
-def control_looking(tok: StackTokenizer, strings: list[str], types: list[int], *, control: int) -> None:
-    """``ExportRefused`` when llama.cpp would make a non-control token of ``tok`` a control one."""
+def control_looking(strings: list[str], types: list[int], *, control: int) -> None:
+    """:class:`NotExpressible` when llama.cpp would make a non-control token a control one."""
     for token_id, (text, kind) in enumerate(zip(strings, types)):
         if kind != control and text in CONTROL_LOOKING:
-            raise ExportRefused(
-                "gguf",
-                tok,
+            raise NotExpressible(
                 f"token id {token_id} {text!r} is not a control token, but llama.cpp makes every token "
                 "with this text one on load (trusted text would split it out, or untrusted text not)",
             )

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .pretokenize import GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN
+from ..split.pretokenize import GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN
 
 
 @dataclass(frozen=True)

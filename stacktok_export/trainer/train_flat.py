@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bpe_batch import leftmost_non_overlapping
-
 GAP = -1  # the slot before and after every word: no pair with it exists
 DEAD = -2  # a slot merged into its left neighbour
 #: the trainer's pair key: ``left << SHIFT | right`` (ids stay below 65,536; trainer.py checks)
@@ -185,3 +183,14 @@ def _holders(
     bounds = [*starts.tolist(), len(words)]
     flat = word_obj[words].tolist()
     return dict(zip(keys.tolist(), map(flat.__getitem__, map(slice, bounds, bounds[1:]))))
+
+
+def leftmost_non_overlapping(pos: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """In a chain of pairs sharing a slot (``x x x``), keep every other one from the left: the
+    trainer's rule (occurrences merge left to right without overlap), which the encoder's numpy
+    batch (``models/bpe/batch.py``) applies to a pair like ``(x, x)`` too."""
+    chained = np.zeros(len(pos), dtype=bool)
+    chained[1:] = pos[1:] == right[:-1]
+    k = np.arange(len(pos))
+    run_start = np.maximum.accumulate(np.where(chained, 0, k))
+    return pos[(k - run_start) % 2 == 0]

@@ -1,34 +1,33 @@
 """The reference tokenizer: byte-level BPE encode/decode over a frozen merge list.
 
 Id layout of our own artifacts (v1, fixed for the life of a model; an imported v2 reference
--- ``vocab.py`` -- has any byte-level BPE's layout instead)::
+-- ``artifact/vocab.py`` -- has any byte-level BPE's layout instead)::
 
     0 .. 255                  raw byte values (id == byte)
     256 .. 256+M-1            learned merges in rank order (merge i -> id 256+i)
     256+M .. vocab_size-1     <|unused_N|> fillers (only on a training shortfall),
                               then the special tokens, always on the top ids
 
-Encoding applies the lowest-id merge first inside each pre-token (leftmost
-occurrence first), which is what tiktoken's rank merging and Hugging Face's
-merge-list BPE compute for a self-reachable vocabulary. Special-token strings
-in text are ordinary bytes unless the call site opts in.
+Encoding applies the lowest-id merge first inside each pre-token (leftmost occurrence first),
+which is what tiktoken's rank merging and Hugging Face's merge-list BPE compute for a
+self-reachable vocabulary. Special-token strings in text are ordinary bytes unless the call
+site opts in (:mod:`.specials`). The public surface is tiktoken's ``Encoding`` (``encode``,
+``encode_batch``, ``decode_single_token_bytes``, ``n_vocab``, ``eot_token``...), so code
+written for tiktoken runs unchanged.
 
-How encode stays fast in pure Python (every path is checked against the
-textbook rule by ``tests/test_bpe_paths.py``): long texts are cut into lines at
-proven pre-token boundaries and repeated lines come from a line cache; each
-distinct new pre-token is merged once (short ones together in numpy,
-``bpe_batch.py``; long ones cut where no merge can join, ``bpe_long.py``, then
-``str.replace`` passes or a heap) and cached.
-``benchmarks/bench_encode.py`` profiles where the time goes.
+``encode(text)`` reads top to bottom in this file: the specials split out, then the text to
+pre-tokens -- long texts cut into windows and lines at proven pre-token boundaries, repeated
+lines from a line cache -- and each distinct new pre-token merged once and cached, by the
+model this class is built on (:class:`~.model.BPEModel`: short pre-tokens together in numpy,
+long ones cut where no merge can join, then ``str.replace`` passes or a heap). Every path is
+checked against the textbook rule by ``tests/test_bpe_paths.py``;
+``benchmarks/bench_encode.py`` profiles where the time goes. The tokenizer also builds itself
+from an artifact's data (:meth:`StackTokenizer.load`, :meth:`StackTokenizer.from_vocab`) and
+trains itself through the trainer (:meth:`StackTokenizer.train_from_iterable`).
 
-One class, three files: ``tables.py`` builds what encode reads (v1 from its merges, v2 from
-``vocab.build``), ``merging.py`` holds the merge paths, ``api.py`` the tiktoken-shaped public
-surface; this module holds the id layout, training, splitting and the caches, decoding and
-persistence. They are mixins of one class because they share one instance's tables and caches.
-
-Out of scope: normalization (none is applied), BPE dropout, and streaming
-decode -- ``decode_bytes`` is exact; holding back partial UTF-8 is the
-caller's job.
+Out of scope: normalization (none is applied), BPE dropout, streaming decode --
+``decode_bytes`` is exact; holding back partial UTF-8 is the caller's job -- and tiktoken's
+``decode_with_offsets`` / ``encode_with_unstable`` / ``encode_to_numpy``.
 """
 
 from __future__ import annotations
@@ -38,18 +37,21 @@ import itertools
 import os
 import warnings
 from collections.abc import Collection, Iterable, Sequence
-from typing import Any
 
-from . import artifact as _artifact
-from . import vocab as _vocab
-from ._gc import paused as _gc_paused
-from .api import EncodingAPI
-from .artifact import shipped_artifact_path  # re-exported here; its home is artifact.py
-from .ascii_split import LINE_CUT, fast_split, windows
-from .merging import _BATCH, _BATCH_BYTES, MergePaths, _fill
-from .pretokenize import LLAMA3_PATTERN, compile_pattern, isolated_split
-from .tables import VocabTables
-from .trainer import ProgressFn, count_pretokens, default_workers, train_merges
+import regex
+
+from ...artifact import artifact as _artifact
+from ...artifact.artifact import ArtifactError, shipped_artifact_path
+from ...artifact.vocab import FORMAT_V2, VocabError, Vocabulary, check
+from ...chat.chat import CHAT_TEMPLATE
+from ...split.ascii_split import LINE_CUT, fast_split, windows
+from ...split.pretokenize import LLAMA3_PATTERN, compile_pattern, split_sequence
+from ...trainer.trainer import ProgressFn, learn_merges
+from ...util.gc import paused as _gc_paused
+from . import specials as _specials
+from .model import BPEModel, _fill, self_reachable
+from .specials import NO_CHECK, NONE, SpecialSet
+from .tables import NUM_BYTES
 
 SPECIAL_TOKENS: tuple[str, ...] = (
     "<|bos|>",  # beginning of sequence / packed document
@@ -63,11 +65,9 @@ SPECIAL_TOKENS: tuple[str, ...] = (
     "<|tool_result|>",  # opens a tool's observation, never in the loss
 )
 VOCAB_SIZE = 32768
-NUM_BYTES = 256
 NUM_MERGES = VOCAB_SIZE - NUM_BYTES - len(SPECIAL_TOKENS)  # 32,503
 SPLIT_PATTERN = LLAMA3_PATTERN
 
-_SHORT = 48  # single pre-tokens up to this many bytes merge in _bpe_short, longer in _bpe_long
 _LINES_FROM = 1 << 16  # shorter texts skip the line cache (its bookkeeping costs ~5% there)
 _MANY_CHARS = 1 << 22  # characters of a batch whose new pre-tokens are merged together
 _LINE_MAX = 256  # longest line kept in the line cache
@@ -76,17 +76,13 @@ _LINES_CHARS = 1 << 24  # characters of distinct lines remembered before the lin
 _WINDOW_CHARS = 1 << 18  # characters of a long text encoded at a time (ascii_split.windows)
 
 
-class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
+class StackTokenizer(BPEModel):
     """Byte-level BPE with a fixed id layout; see the module docstring."""
 
     def __init__(self, pattern: str = SPLIT_PATTERN, *, name: str = "stacktok") -> None:
         self.name = name
         self.format = _artifact.FORMAT
-        self.pattern = pattern
-        self.patterns: tuple[str, ...] = (pattern,)
-        self._split_re = compile_pattern(pattern)
-        self._split_res = (self._split_re,)
-        self._fast_split = fast_split(pattern, self._split_re)
+        self._set_split((pattern,))
         self.merges: list[tuple[int, int]] = []
         self.special_to_id: dict[str, int] = {}
         self.in_text: frozenset[str] = frozenset()
@@ -96,81 +92,23 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
         self.engine: dict[str, object] = {}
         self._index()
 
-    # ------------------------------------------------------------------ layout
-    def _index(self, specials: Iterable[str] = ()) -> None:
-        """Rebuild every derived table of the v1 layout from ``merges`` and ``specials``."""
-        table = [bytes([i]) for i in range(NUM_BYTES)]
-        for a, b in self.merges:
-            table.append(table[a] + table[b])
-        results = list(range(NUM_BYTES, len(table)))
-        nid = len(table)
-        self.special_to_id = {}
-        for s in specials:
-            self.special_to_id[s] = nid
-            table.append(s.encode("utf-8"))
-            nid += 1
-        self.format = _artifact.FORMAT
-        self.roles = _vocab.v1_roles(self.special_to_id)
-        self._build(table, results)
+    def _set_split(self, patterns: tuple[str, ...]) -> None:
+        """The pre-tokenizer: each pattern an isolated split, in order (``regex``)."""
+        self.patterns, self.pattern = patterns, patterns[0]
+        self._split_res = tuple(compile_pattern(p) for p in patterns)
+        self._split_re = self._split_res[0]
+        self._fast_split = fast_split(patterns[0], self._split_re) if len(patterns) == 1 else None
+        # the cuts (ascii_split.LINE_CUT, windows) are proven where the fast split serves: the
+        # Llama-3 and Qwen2 splits alone
+        self._line_cache_ok = self._fast_split is not None
 
     def _clear_caches(self) -> None:
-        """Forget every cached encoding (pre-tokens, lines, lines seen once)."""
-        self._cache: dict[str, list[int]] = {}
+        """Forget every cached encoding (pre-tokens, chunks, lines, lines seen once)."""
+        super()._clear_caches()
         self._lines: dict[str, list[int]] = {}  # line (without its newline) -> ids of line + "\n"
         self._seen_lines: set[str] = set()
         self._seen_chars = 0
-        self._chunks: dict[bytes, list[int]] = {}  # chunk of a long pre-token (see _bpe_long) -> ids
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self._table)
-
-    @property
-    def merge_id(self) -> dict[tuple[int, int], int]:
-        """``{(left, right): merged id}`` (built on demand)."""
-        return {pair: self.merge_result(i) for i, pair in enumerate(self.merges)}
-
-    def merge_result(self, rank: int) -> int:
-        """The id merge ``rank`` produces."""
-        return self._results[rank]
-
-    def id_bytes(self) -> list[bytes]:
-        """The bytes of every id, in id order (special ids: the special's UTF-8 string)."""
-        return list(self._table)
-
-    def special_token_id(self, token: str) -> int:
-        """The id of special token ``token``; ``KeyError`` lists the known ones."""
-        try:
-            return self.special_to_id[token]
-        except KeyError:
-            known = ", ".join(self.special_to_id)
-            raise KeyError(f"{token!r} is not a special token of this tokenizer ({known})") from None
-
-    id = special_token_id
-
-    def _role(self, role: str) -> int:
-        try:
-            return self.roles[role]
-        except KeyError:
-            raise KeyError(f"this tokenizer has no {role} token (its roles: {sorted(self.roles)})") from None
-
-    @property
-    def bos_id(self) -> int:
-        return self._role("bos")
-
-    @property
-    def eos_id(self) -> int:
-        return self._role("eos")
-
-    @property
-    def pad_id(self) -> int:
-        return self._role("pad")
-
-    def token_bytes(self) -> list[bytes]:
-        """v1: the bytes of every non-special id (0 .. 256+len(merges)-1); v2: of every id."""
-        if self.format != _artifact.FORMAT:
-            return list(self._table)
-        return self._table[: NUM_BYTES + len(self.merges)]
+        self._special_res: dict[frozenset[str], regex.Pattern[str]] = {}  # see specials.splitter
 
     # ---------------------------------------------------------------- training
     def train_from_iterable(
@@ -197,10 +135,7 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
         if vocab_size > _artifact.MAX_VOCAB:
             raise ValueError(f"vocab_size={vocab_size} is over {_artifact.MAX_VOCAB}: ids are 16-bit")
         _artifact.check_specials(list(special_tokens))
-        counts = count_pretokens(docs, self.pattern, workers=workers or default_workers())
-        word_counts = {s.encode("utf-8"): c for s, c in counts.items()}
-        del counts
-        self.merges = train_merges(word_counts, num_merges, progress=progress, consume=True)
+        self.merges = learn_merges(docs, self.pattern, num_merges, workers=workers, progress=progress)
         shortfall = num_merges - len(self.merges)
         if shortfall:
             warnings.warn(
@@ -224,29 +159,95 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
         return self.train_from_iterable([text], vocab_size, special_tokens, workers=1)
 
     # ---------------------------------------------------------------- encoding
-    def _bpe(self, data: bytes) -> list[int]:
-        """Merge-list BPE of one pre-token's bytes."""
-        if self._reach is not None and data in self._reach:
-            return [self._reach[data]]  # a whole token by the source's rule or by its own BPE
-        if self._drop is not None:  # bytes without a token leave before any path sees the data
-            data = data.translate(None, self._drop)
-        if len(data) <= _SHORT:
-            return self._bpe_short(self._ids(data))
-        return self._bpe_long(data)
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialSet = NONE,
+        disallowed_special: SpecialSet = NO_CHECK,
+        parse_special: bool = False,
+        **removed: object,
+    ) -> list[int]:
+        """Encode ``text``; special-token strings are ordinary bytes unless allowed.
 
-    def _ids(self, data: bytes) -> list[int]:
-        """The ids of ``data``'s bytes (no byte of it is missing: ``_bpe`` dropped those)."""
-        bm = self._byte_map
-        return list(data) if bm is None else list(map(bm.__getitem__, data))
+        Opt in only at trusted call sites: ``allowed_special={"<|bos|>"}``,
+        ``allowed_special="all"`` or ``parse_special=True`` (all). ``disallowed_special=`` (a set,
+        or ``"all"``: every special not allowed) raises ``ValueError`` when the text holds a
+        listed special string, as tiktoken does -- a check for text that should carry none.
+        Never adds BOS/EOS.
+        """
+        if removed:
+            _specials.reject(removed)
+        if not isinstance(text, str):
+            raise TypeError(f"encode() takes str, got {type(text).__name__}; decode bytes first")
+        split, banned = self._plan(allowed_special, disallowed_special, parse_special)
+        _specials.refuse_banned(self._special_res, text, banned)
+        out: list[int] = []
+        if not split:
+            self._encode_ordinary(text, out)
+            return out
+        for i, seg in enumerate(_specials.splitter(self._special_res, split).split(text)):
+            if i % 2:
+                out.append(self.special_to_id[seg])
+            elif seg:
+                self._encode_ordinary(seg, out)
+        return out
 
-    def _bpe_merges(self, data: bytes) -> list[int]:
-        """Merge-list BPE of bytes that are not a whole pre-token (no ``ignore_merges`` rule, no cuts)."""
-        if len(data) <= _SHORT:
-            return self._bpe_short(self._ids(data))
-        if self._wide:
-            return self._bpe_heap(self._ids(data))
-        return self._bpe_passes(data)
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode untrusted text: every special string is plain bytes (``in_text`` ones excepted)."""
+        return self.encode(text)
 
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        num_threads: int = 8,
+        allowed_special: SpecialSet = NONE,
+        disallowed_special: SpecialSet = NO_CHECK,
+        parse_special: bool = False,
+    ) -> list[list[int]]:
+        """``[encode(t, ...) for t in texts]``, the options checked once, the texts' new
+        pre-tokens merged together (:meth:`_encode_ordinary_many`).
+
+        ``num_threads`` is accepted for tiktoken's signature and must be a positive int, but
+        the texts are encoded in this thread, in order: the encoder is pure Python (threads
+        would share one GIL) and its caches belong to the instance, not to a thread.
+        """
+        _specials.check_threads(num_threads)
+        split, banned = self._plan(allowed_special, disallowed_special, parse_special)
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"encode_batch() takes str items, got {type(text).__name__} at index {i}")
+        for text in texts:
+            _specials.refuse_banned(self._special_res, text, banned)
+        cut = _specials.splitter(self._special_res, split).split if split else None
+        segments = [cut(t) if cut else [t] for t in texts]
+        encoded = iter(self._encode_ordinary_many([seg for segs in segments for seg in segs[::2] if seg]))
+        outs = []
+        for segs in segments:
+            out: list[int] = []
+            for i, seg in enumerate(segs):
+                if i % 2:
+                    out.append(self.special_to_id[seg])
+                elif seg:
+                    out += next(encoded)
+            outs.append(out)
+        return outs
+
+    def encode_ordinary_batch(self, texts: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
+        """``[encode_ordinary(t) for t in texts]`` (``num_threads`` as in :meth:`encode_batch`)."""
+        return self.encode_batch(texts, num_threads=num_threads)
+
+    def _plan(
+        self, allowed_special: SpecialSet, disallowed_special: SpecialSet, parse_special: bool
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        """The specials to split out of the text, and those whose presence raises (:mod:`.specials`)."""
+        return _specials.plan(
+            self.special_to_id, self.in_text, allowed_special, disallowed_special, parse_special
+        )
+
+    # -------------------------------------------------------------------- text
     def _encode_ordinary(self, text: str, out: list[int]) -> None:
         """Encode through the line cache when the text is long enough to profit, else by pieces.
 
@@ -378,20 +379,11 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
             out += cache[piece]
 
     def _split(self, text: str) -> list[str]:
-        """Pre-tokens: each pattern an isolated split (matches and the text between them)."""
-        if self._fast_split is not None:  # the Llama-3 or Qwen2 pattern alone: ASCII stretches by ``re``
+        """Pre-tokens: the Llama-3 or Qwen2 pattern alone by its fast split (ASCII stretches by
+        ``re``), any other patterns each an isolated split in turn."""
+        if self._fast_split is not None:
             return self._fast_split(text)
-        pieces = [text]
-        for split_re in self._split_res:
-            out: list[str] = []
-            covers = split_re.pattern == LLAMA3_PATTERN  # matches every character: findall is the split
-            for piece in pieces:
-                found = split_re.findall(piece)
-                if not covers and sum(map(len, found)) != len(piece):  # text between matches
-                    found = isolated_split(split_re, piece)
-                out += found
-            pieces = out
-        return pieces
+        return split_sequence(self._split_res, text)
 
     def _cached(self, pieces: list[str]) -> dict[str, list[int]]:
         """The pre-token cache, holding every one of ``pieces`` (cleared first when full)."""
@@ -404,81 +396,67 @@ class StackTokenizer(EncodingAPI, VocabTables, MergePaths):
         keys = list(pieces)
         self._bpe_keyed(keys, [piece.encode("utf-8") for piece in keys], cache)
 
-    def _bpe_keyed(self, keys: Sequence[Any], datas: Sequence[bytes], into: dict[Any, list[int]]) -> None:
-        """``into[keys[j]] = _bpe(datas[j])`` for every ``j``, short ones together in numpy."""
-        if len(keys) < _BATCH:
-            for key, data in zip(keys, datas):
-                into[key] = self._bpe(data)
-            return
-        from . import bpe_batch
-
-        if self._pair_ranks is None:
-            self._pair_ranks = self._batch_ranks(bpe_batch)
-        self._batched += len(keys)
-        if self._reach is None and self._batched >= len(self._table):
-            self._reach = self._self_reachable()
-        if self._reach is not None:  # whole tokens first, in C (a third of the pre-tokens)
-            found = list(map(self._reach.get, datas))
-            if found.count(None) < len(found):
-                into.update((key, [t]) for key, t in zip(keys, found) if t is not None)
-                rest = [t is None for t in found]
-                keys, datas = list(itertools.compress(keys, rest)), list(itertools.compress(datas, rest))
-        short, batch = keys, datas
-        if self._drop is not None or (datas and max(map(len, datas)) > _BATCH_BYTES):
-            short, batch = [], []
-            for piece, data in zip(keys, datas):
-                if self._drop is not None:
-                    data = data.translate(None, self._drop)
-                if not data:
-                    into[piece] = []  # only bytes without a token
-                elif len(data) <= _BATCH_BYTES:
-                    short.append(piece)
-                    batch.append(data)
-                else:
-                    into[piece] = self._bpe_long(data)
-        bpe_batch.batch_bpe(short, batch, self._pair_ranks, into, finish=self._bpe_short)
-
-    # ---------------------------------------------------------------- decoding
-    def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        """The exact bytes of ``ids`` (specials as their UTF-8 strings)."""
-        table = self._table
-        ids = list(ids)
-        try:
-            if ids and (min(ids) < 0 or max(ids) >= len(table)):
-                bad = next(i for i in ids if not 0 <= i < len(table))
-                raise ValueError(f"token id {bad} is out of range: valid ids are 0..{len(table) - 1}")
-            return b"".join([table[i] for i in ids])
-        except TypeError:
-            bad = next(i for i in ids if not isinstance(i, int))
-            raise TypeError(f"token ids must be int, got {bad!r}") from None
-
-    def decode(self, ids: Iterable[int]) -> str:
-        """Decode to text; invalid UTF-8 becomes U+FFFD (use ``decode_bytes`` to be exact)."""
-        return self.decode_bytes(ids).decode("utf-8", errors="replace")
-
     # ------------------------------------------------------------- persistence
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the versioned JSON artifact atomically."""
         _artifact.save(self, path)
 
     @classmethod
-    def from_vocab(cls, **vocabulary) -> StackTokenizer:  # noqa: ANN003 -- keyword-only, see vocab.build
-        """Any byte-level BPE as a reference (``vocab.build``: tokens, merges, specials, patterns, ...).
-
-        ``ArtifactError`` names whatever is inconsistent. Returns the v1 layout when the
-        vocabulary is exactly ours, so its fingerprint is ours.
+    def from_vocab(cls, *, name: str = "imported", **vocabulary) -> StackTokenizer:  # noqa: ANN003 -- see vocab.check
+        """Any byte-level BPE as a reference (``artifact.vocab.check``: tokens, merges, specials,
+        patterns, ...). ``ArtifactError`` names whatever is inconsistent. Returns the v1 layout when
+        the vocabulary is exactly ours, so its fingerprint is ours.
         """
         try:
-            tok = _vocab.build(cls, **vocabulary)
-        except _vocab.VocabError as exc:
-            raise _artifact.ArtifactError(str(exc)) from None
+            checked = check(**vocabulary)
+        except VocabError as exc:
+            raise ArtifactError(str(exc)) from None
+        tok = cls._from_vocabulary(checked, name=name, as_v1=True)
         tok.engine = _artifact.current_engine()
         return tok
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, allow_engine_mismatch: bool = False) -> StackTokenizer:
         """Load and validate an artifact; ``ArtifactError`` names any problem."""
-        return _artifact.load(cls, path, allow_engine_mismatch=allow_engine_mismatch)
+        contents = _artifact.read(path, allow_engine_mismatch=allow_engine_mismatch)
+        if contents.vocabulary is not None:
+            tok = cls._from_vocabulary(contents.vocabulary, name=contents.name, as_v1=False)
+        else:
+            tok = cls(contents.pattern, name=contents.name)
+            tok.merges = contents.merges
+            tok._index(contents.special_tokens)
+        tok.engine = dict(contents.engine)
+        return tok
+
+    @classmethod
+    def _from_vocabulary(cls, vocab: Vocabulary, *, name: str, as_v1: bool) -> StackTokenizer:
+        """The tokenizer of a validated vocabulary; with ``as_v1``, the v1 layout when its ids are
+        v1's and it behaves as v1 does (same roles, our template or none, no BOS, ``ignore_merges``
+        moot), so importing our own export gives our fingerprint."""
+        tok = cls(vocab.patterns[0], name=name)
+        if (
+            as_v1
+            and vocab.v1_layout()
+            and vocab.v1_behaviour()
+            and vocab.chat_template in (None, CHAT_TEMPLATE)
+        ):
+            tok.merges = list(vocab.merges)
+            tok._index(list(vocab.special_to_id))
+            if not vocab.ignore_merges or self_reachable(tok):
+                return tok
+            tok = cls(vocab.patterns[0], name=name)
+        tok._install(vocab)
+        return tok
+
+    def _install(self, vocab: Vocabulary) -> None:
+        """Take a validated v2 vocabulary: its split, flags and tables."""
+        self.format = FORMAT_V2
+        self.merges = vocab.merges
+        self.special_to_id = vocab.special_to_id
+        self._set_split(vocab.patterns)
+        self.ignore_merges, self.roles, self.in_text = vocab.ignore_merges, vocab.roles, vocab.in_text
+        self.add_bos, self.add_eos, self.chat_template = vocab.add_bos, vocab.add_eos, vocab.chat_template
+        self._build(vocab.table, vocab.results, plain=vocab.plain)
 
     @property
     def fingerprint(self) -> str:

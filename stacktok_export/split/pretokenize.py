@@ -9,6 +9,10 @@ engine, its Unicode version and a hash of exactly those classes; an artifact
 stores it, and loading under tables that classify any code point differently
 is an error, never a silent change of tokenization.
 
+:func:`split_sequence` applies a sequence of patterns as isolated splits (every match and every
+stretch between matches a piece), the pre-tokenizer of any imported vocabulary; the Llama-3 and
+Qwen2 patterns alone take the faster :mod:`.ascii_split`.
+
 Out of scope: other regex engines (Oniguruma, fancy-regex, llama.cpp's
 hand-written splitter) -- the conformance suite compares those by behaviour.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 import regex
@@ -137,3 +142,19 @@ def isolated_split(split_re: regex.Pattern[str], text: str) -> list[str]:
     if at < len(text):
         out.append(text[at:])
     return out
+
+
+def split_sequence(split_res: Sequence[regex.Pattern[str]], text: str) -> list[str]:
+    """Pre-tokens of ``text``: each pattern an isolated split of the pieces before it, in order
+    (a pattern that matches every character, as the Llama-3 one does, is its ``findall``)."""
+    pieces = [text]
+    for split_re in split_res:
+        out: list[str] = []
+        covers = split_re.pattern == LLAMA3_PATTERN  # matches every character: findall is the split
+        for piece in pieces:
+            found = split_re.findall(piece)
+            if not covers and sum(map(len, found)) != len(piece):  # text between matches
+                found = isolated_split(split_re, piece)
+            out += found
+        pieces = out
+    return pieces

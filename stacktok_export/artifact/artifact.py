@@ -16,12 +16,18 @@ BOS behaviour, a sequence of splits, ``ignore_merges``, the source's template) h
 ``vocab.py``; this module dispatches on ``format`` and keeps the fingerprint and engine checks
 for both.
 
+Data in, data out: :func:`read` validates a file and returns its :class:`Contents` (the model
+builds its tokenizer from them: ``StackTokenizer.load``); :func:`dumps` / :func:`save` /
+:func:`fingerprint` read what the :class:`Saved` protocol names off a tokenizer. Nothing here
+builds a tokenizer or writes its state.
+
 Where the artifact lives (the one home of the default path, used by the CLI, the suite and
 the tests): :func:`shipped_artifact_path` is the copy packaged inside ``stacktok_export``;
 :func:`default_artifact_path` is the checkout's ``tokenizer/stack100m-32768.json`` when this
 package runs from a stacktok checkout (and that file exists), else the packaged copy.
 
-Out of scope: migrating artifacts between formats; an artifact is frozen.
+Out of scope: building a tokenizer (``models/bpe``); migrating artifacts between formats (an
+artifact is frozen).
 """
 
 from __future__ import annotations
@@ -30,17 +36,15 @@ import hashlib
 import json
 import os
 import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ..split.pretokenize import check_engine, compile_pattern, engine_info
+from ..util import limits
+from ..util.atomic import write_text_atomic
+from ..util.untrusted import UntrustedFileError, escape, read_untrusted
 from . import vocab as _vocab
-from ._atomic import write_text_atomic
-from .pretokenize import check_engine, compile_pattern, engine_info
-from .util import limits
-from .util.untrusted import UntrustedFileError, escape, read_untrusted
-
-if TYPE_CHECKING:
-    from .bpe import StackTokenizer
 
 FORMAT = "stacktok-bpe-v1"
 LEGACY_FORMATS = ("stacklm-bpe-v1",)
@@ -54,10 +58,33 @@ class ArtifactError(ValueError):
     """The artifact file is unreadable or inconsistent; the message says how to fix it."""
 
 
+class Saved(_vocab.Layout, Protocol):
+    """What saving reads off a tokenizer (every ``StackTokenizer`` has it; v1 reads ``pattern``,
+    ``merges`` and ``special_to_id``, v2 the whole :class:`~.vocab.Layout`)."""
+
+    name: str
+    format: str
+    engine: dict[str, Any]
+    pattern: str
+
+
+@dataclass(frozen=True)
+class Contents:
+    """A validated artifact file (:func:`read`): v1's split, merges and specials, or v2's
+    :class:`~.vocab.Vocabulary`; its name and the engine it records (``{}`` when none)."""
+
+    name: str
+    pattern: str = ""
+    merges: list[tuple[int, int]] = field(default_factory=list)
+    special_tokens: list[str] = field(default_factory=list)
+    vocabulary: _vocab.Vocabulary | None = None
+    engine: dict[str, Any] = field(default_factory=dict)
+
+
 # ------------------------------------------------------------ where it lives
 def shipped_artifact_path() -> Path:
     """The frozen artifact that ships inside the package."""
-    return Path(__file__).resolve().parent / "data" / ARTIFACT_NAME
+    return Path(__file__).resolve().parents[1] / "data" / ARTIFACT_NAME
 
 
 def project_root() -> Path | None:
@@ -65,7 +92,7 @@ def project_root() -> Path | None:
 
     ``None`` for an installed package (site-packages has no such file beside it).
     """
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     try:
         text = (root / "pyproject.toml").read_text(encoding="utf-8")
     except OSError:
@@ -85,24 +112,34 @@ def current_engine() -> dict[str, Any]:
     return engine_info()
 
 
-def canonical(tok: StackTokenizer) -> dict[str, Any]:
+def canonical(tok: Saved) -> dict[str, Any]:
+    """Everything that decides ids (the fingerprint's input)."""
     if tok.format == _vocab.FORMAT_V2:
         return _vocab.canonical(tok)
+    return _v1_canonical(tok.pattern, tok.merges, list(tok.special_to_id))
+
+
+def _v1_canonical(pattern: str, merges: list[tuple[int, int]], specials: list[str]) -> dict[str, Any]:
     return {
         "format": FORMAT,
-        "vocab_size": tok.vocab_size,
-        "pattern": tok.pattern,
-        "merges": [[a, b] for a, b in tok.merges],
-        "special_tokens": list(tok.special_to_id),
+        "vocab_size": 256 + len(merges) + len(specials),
+        "pattern": pattern,
+        "merges": [[a, b] for a, b in merges],
+        "special_tokens": specials,
     }
 
 
-def fingerprint(tok: StackTokenizer) -> str:
-    text = json.dumps(canonical(tok), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+def _digest(canonical_form: dict[str, Any]) -> str:
+    text = json.dumps(canonical_form, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def dumps(tok: StackTokenizer) -> str:
+def fingerprint(tok: Saved) -> str:
+    """sha256 of :func:`canonical`."""
+    return _digest(canonical(tok))
+
+
+def dumps(tok: Saved) -> str:
     """The artifact's exact text: deterministic, ASCII, one merge per line."""
     payload = canonical(tok)
     payload["name"] = tok.name
@@ -121,7 +158,7 @@ def dumps(tok: StackTokenizer) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
-def save(tok: StackTokenizer, path: str | os.PathLike[str]) -> None:
+def save(tok: Saved, path: str | os.PathLike[str]) -> None:
     write_text_atomic(path, dumps(tok))
 
 
@@ -214,27 +251,33 @@ def _validate(payload: dict[str, Any], path: Path) -> None:
         )
 
 
-def load(
-    cls: type[StackTokenizer], path: str | os.PathLike[str], *, allow_engine_mismatch: bool
-) -> StackTokenizer:
-    """Read, validate and build a tokenizer; raise ``ArtifactError`` naming the problem."""
+def read(path: str | os.PathLike[str], *, allow_engine_mismatch: bool) -> Contents:
+    """Read and validate an artifact file; ``ArtifactError`` names any problem."""
     path = Path(path)
     payload = _read(path)
     _validate(payload, path)
+    name = str(payload.get("name") or path.stem)
     if payload["format"] == _vocab.FORMAT_V2:
         try:
-            tok = _vocab.load_payload(cls, payload, name=str(payload.get("name") or path.stem))
+            vocabulary = _vocab.read_payload(payload)
         except ValueError as exc:
             raise ArtifactError(f"{path}: {exc}") from None
-        _check_recorded(tok, payload, path, allow_engine_mismatch=allow_engine_mismatch)
-        return tok
+        contents, canonical_form = Contents(name, vocabulary=vocabulary), _vocab.canonical(vocabulary)
+    else:
+        contents = _read_v1(payload, path, name)
+        canonical_form = _v1_canonical(contents.pattern, contents.merges, contents.special_tokens)
+    engine = _check_recorded(
+        _digest(canonical_form), payload, path, allow_engine_mismatch=allow_engine_mismatch
+    )
+    return replace(contents, engine=engine)
+
+
+def _read_v1(payload: dict[str, Any], path: Path, name: str) -> Contents:
     try:
         merges = _check_merges(payload["merges"])
         check_specials(payload["special_tokens"])
-        tok = cls(payload["pattern"], name=str(payload.get("name") or path.stem))
-    except ArtifactError as exc:
-        raise ArtifactError(f"{path}: {exc}") from None
-    except ValueError as exc:
+        compile_pattern(payload["pattern"])
+    except ValueError as exc:  # ArtifactError included
         raise ArtifactError(f"{path}: {exc}") from None
     expected = 256 + len(merges) + len(payload["special_tokens"])
     if payload["vocab_size"] != expected:
@@ -242,30 +285,26 @@ def load(
             f"{path}: vocab_size is {payload['vocab_size']} but 256 bytes + {len(merges)} merges "
             f"+ {len(payload['special_tokens'])} specials = {expected}; the file was edited or truncated"
         )
-    tok.merges = merges
-    tok._index(payload["special_tokens"])
-    _check_recorded(tok, payload, path, allow_engine_mismatch=allow_engine_mismatch)
-    return tok
+    return Contents(name, payload["pattern"], merges, list(payload["special_tokens"]))
 
 
 def _check_recorded(
-    tok: StackTokenizer, payload: dict[str, Any], path: Path, *, allow_engine_mismatch: bool
-) -> None:
+    actual: str, payload: dict[str, Any], path: Path, *, allow_engine_mismatch: bool
+) -> dict[str, Any]:
+    """The engine the file records (``{}`` if none), once its fingerprint matches ``actual``."""
     recorded = payload.get("fingerprint")
-    if recorded is not None and recorded != tok.fingerprint:
+    if recorded is not None and recorded != actual:
         raise ArtifactError(
             f"{path}: fingerprint {recorded[:12]}... does not match the contents "
-            f"({tok.fingerprint[:12]}...); the file was edited after it was written -- "
+            f"({actual[:12]}...); the file was edited after it was written -- "
             "restore it from version control"
         )
     engine = payload.get("engine")
     if engine is None:
-        tok.engine = {}
-        return
+        return {}
     if not isinstance(engine, dict):
         raise ArtifactError(f"{path}: engine must be an object")
     problem = check_engine(engine)
     if problem and not allow_engine_mismatch:
         raise ArtifactError(f"{path}: {problem}")
-    tok.engine = dict(engine)
-    compile_pattern(tok.pattern)
+    return dict(engine)

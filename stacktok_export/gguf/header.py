@@ -8,7 +8,7 @@ any sanity check: past the end of the file each view is empty and its offset sto
 that one key costs 2**40 loop turns (3.4 GB after 30 s, still growing); ``frombuffer`` raises a bare
 ``ValueError`` and a ``range(count)`` of strings runs to the end of the file first. Why by hand:
 no GGUF library bounds its reads, so :class:`Cursor` is the one walker that does, shared by
-:mod:`stacktok_export.gguf_kv` (which builds values with it) and :func:`scan` (which builds
+:mod:`stacktok_export.gguf.kv` (which builds values with it) and :func:`scan` (which builds
 nothing: the pre-scan run before ``GGUFReader`` sees a file).
 
 The rules, each a :class:`GGUFHeaderError` naming the file, the key (or ``GGUF.kv_count``,
@@ -25,7 +25,7 @@ The rules, each a :class:`GGUFHeaderError` naming the file, the key (or ``GGUF.k
 Both byte orders are read (gguf-py's rule: a version whose low 16 bits are 0 is big-endian).
 
 Out of scope: what the values mean and duplicate keys (the readers); tensor data (never read;
-``gguf_kv`` checks each tensor's extent); GGUF v1 and files without the magic, which :func:`scan`
+``kv.py`` checks each tensor's extent); GGUF v1 and files without the magic, which :func:`scan`
 leaves to the reader's own refusal.
 """
 
@@ -39,8 +39,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .util.limits import current
-from .util.untrusted import UntrustedFileError, check_untrusted, escape, kind_of
+from ..util.limits import current
+from ..util.untrusted import UntrustedFileError, check_untrusted, escape, kind_of
 
 #: GGUF value types (gguf-py ``GGUFValueType``): struct code per scalar
 SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}

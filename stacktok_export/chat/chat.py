@@ -18,6 +18,9 @@ content + ``<|end|>`` so ``return_assistant_tokens_mask`` / TRL's
 injection (content is concatenated then parsed): use the renderer for untrusted
 content.
 
+The renderer takes any tokenizer with what :class:`Tokenizer` names: this package imports no
+model (the models read :data:`CHAT_TEMPLATE` to recognise our own layout).
+
 Out of scope: multi-modal content parts, tool schemas, and HF's ``tool_calls``
 field -- tool traffic is the ``tool_call`` / ``tool_result`` roles.
 """
@@ -25,10 +28,7 @@ field -- tool traffic is the ``tool_call`` / ``tool_result`` roles.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .bpe import StackTokenizer
+from typing import Protocol
 
 ROLES = ("system", "user", "assistant", "tool_call", "tool_result")
 
@@ -64,6 +64,15 @@ CHAT_TEMPLATE = (
 )
 
 
+class Tokenizer(Protocol):
+    """What rendering asks of a tokenizer (``StackTokenizer`` has it): a special's id, and the ids of
+    untrusted text (every special string in it plain bytes)."""
+
+    def special_token_id(self, token: str) -> int: ...
+
+    def encode(self, text: str) -> list[int]: ...
+
+
 class ChatFormatError(ValueError):
     """A conversation that the chat format cannot represent; says which message."""
 
@@ -87,7 +96,7 @@ def _check_message(i: int, m: object, prev: str | None) -> tuple[str, str]:
 
 def render_conversation(
     messages: Sequence[Mapping[str, object]],
-    tok: StackTokenizer,
+    tok: Tokenizer,
     *,
     add_generation_prompt: bool = False,
 ) -> tuple[list[int], list[int]]:
