@@ -2,8 +2,12 @@
 
 Python's default SIGTERM ends the process at once, skipping ``finally`` blocks, so a
 killed ``stacktok export`` or ``stacktok pack`` would leave its temporary files behind.
-:func:`sigterm_as_exit` turns SIGTERM into ``SystemExit(128 + 15)`` for the duration of a
-``with`` block, after printing ``stacktok: terminated``.
+:func:`sigterm_as_exit` makes SIGTERM raise :class:`~conformance.report.entry.Terminated`
+(a ``SystemExit(143)``) in the main thread for the duration of a ``with`` block, and says
+``stacktok: terminated`` once. Every command already runs inside such a block
+(:func:`conformance.report.entry.run_main` holds one, SIGINT included, for ``stacktok`` and
+``python -m conformance``); this name keeps the intent visible where files are written, and
+works on its own outside ``run_main``.
 
 Out of scope: SIGKILL (nothing can run; the next export removes the leftovers) and
 threads other than the main one (signals are delivered to the main thread only).
@@ -11,26 +15,14 @@ threads other than the main one (signals are delivered to the main thread only).
 
 from __future__ import annotations
 
-import signal
-import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from conformance.report.entry import ending_on_signals
 
 
 @contextmanager
 def sigterm_as_exit() -> Iterator[None]:
-    """Turn SIGTERM into ``SystemExit(143)`` so ``finally`` blocks run (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
+    """SIGTERM (and SIGINT) end the block as exceptions so ``finally`` blocks run; exit 143 (130)."""
+    with ending_on_signals("stacktok"):
         yield
-        return
-
-    def _exit(signum: int, frame: object) -> None:
-        print("stacktok: terminated", file=sys.stderr)
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, _exit)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -1,49 +1,64 @@
-"""Run backends in forked worker processes: ``run_forked``, the parallel path of ``run_suite``.
+"""Run backends in forked task children: ``run_forked``, how ``run_suite`` runs every backend.
 
-The checks are Python-bound (per-probe encode, decode and stream calls), so threads share
-one core under the GIL. Here the work runs in worker processes forked from the one that
-holds the reference and the fixtures (the :class:`~conformance.checks.compare.Runner`), so
-nothing is loaded twice before the fork.
+Each backend runs in a child process of its own, under one supervisor
+(``conformance.checks.supervise``): a segfault, an abort, a hang or a memory blow-up in a
+library ends that child only and becomes the backend's result -- status ``crashed``, a failing
+``error`` row that names the backend, what it was doing and how it ended ("llama.cpp died with
+SIGSEGV on probe long-a-1m"; where it was is kept by ``conformance.checks.watch``). The other
+backends still run, and the table, verdict and reports are written as always. The process that
+calls ``run_forked`` never loads a backend's library; ``--workers 1`` runs one child at a time.
 
 How the work is cut: a fixture set of :data:`SHARD_FROM` probes or more is cut into one
-contiguous :class:`~conformance.checks.results.Part` per worker, balanced by an estimate of
-each probe's cost (:func:`plan_parts`; the last part also carries the once-per-backend checks),
-and worker *k* runs every backend on part *k*: each worker computes the reference's ids for its
-own part only, and whichever backend is slowest, the workers finish together. The parts of a
-backend are joined by :func:`~conformance.checks.results.merge_parts` into exactly the result
-one whole run gives; a declaration is stale when it is stale in every part (the data that could
-show it is the whole fixture set in each). A small fixture set runs one whole backend per task.
+contiguous :class:`~conformance.checks.results.Part` per worker, balanced by an estimate of each
+probe's cost (:func:`plan_parts`; the last part also carries the once-per-backend checks), and
+each (backend, part) is one task, at most ``workers`` at once, part by part. The supervisor
+computes the reference's ids for a part once, before its first task, and every child of that
+part inherits them; it also imports the libraries the tasks need once (:data:`PRELOAD`), so no
+child pays for the import again. The parts of a backend are joined by
+:func:`~conformance.checks.results.merge_parts` into exactly the result one whole run gives; a
+declaration is stale when it is stale in every part. A small fixture set runs one whole backend
+per task.
 
-A worker loads each backend through :func:`~conformance.checks.loading.load_named`. Progress
-is relayed: a worker's bars and lines go through a queue to the caller's ``progress``, drawn by
-the parent only (a backend's parts share one bar). A library that redirects fds 1 and 2 while
-loading (issue #20) does so in its worker, whose fds are its own. ``meanwhile`` runs in the
-parent once the workers are forked (the gate's static checks), so it costs no wall time of its own.
+A child loads its backend through :func:`~conformance.checks.loading.load_named`; its bars and
+lines are relayed to the caller's ``progress`` (a backend's parts share one bar). A library that
+redirects fds 1 and 2 while loading (issue #20) does so in its child, whose fds are its own.
+``meanwhile`` runs in the caller while the children work (the gate's static checks).
+
+Limits (:func:`limits_from_env`): a child that makes no progress for ``STACKTOK_STALL_SECONDS``
+(default 120) or whose resident memory passes ``STACKTOK_MEMORY_BUDGET`` (default 4GiB; the
+shipped directory's children peak under 0.5 GiB) is killed, and the row says so.
+
+Test hook (tests only, never set it in production): ``STACKTOK_TEST_CRASH_BACKEND=NAME[:SIGNAL]``
+makes backend NAME's task child send itself SIGNAL (default SIGABRT; e.g. ``SIGSEGV``, or
+``SIGSTOP`` to stall) right after loading, before its first probe.
 
 Out of scope: deciding how many workers (``run_suite``'s ``workers``), platforms without
-``fork`` (the caller falls back to threads there).
+``fork`` (``run_suite`` runs the backends in threads there, without this isolation).
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
+import importlib
+import importlib.util
 import os
-import sys
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import re
+import signal
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from conformance.backends import BACKENDS
 from conformance.checks.compare import Runner
 from conformance.checks.loading import Loaded, load_named
+from conformance.checks.plumbing import GIB, Channel
 from conformance.checks.results import STREAM_MAX_CHARS, BackendResult, Part, merge_parts
+from conformance.checks.supervise import Ended, Limits, run_supervised
+from conformance.checks.watch import LOAD, SEND, STALE, START, TaskProgress, Watch, Watched, where
+from conformance.core.errors import UsageError
 from conformance.core.fixtures import Probe
 from conformance.core.layout import Exports
-from stacktok_export.progress import Bar, Progress
+from stacktok_export.util.progress import Bar, Progress
 
-#: what a forked worker inherits: (runner, exports, relay queue or None, relay kind)
-_STATE: dict[str, Any] = {}
-_BATCH = 50  # probe updates a worker sends at once
 #: fixture sets this large are cut into one part per worker (smaller: a whole backend per task)
 SHARD_FROM = 500
 #: the cost model that balances the parts, in microseconds (measured on the shipped probes with
@@ -53,96 +68,86 @@ SHARD_FROM = 500
 #: tiktoken and llama.cpp are superlinear on one long pre-token (the 1 MB ``long-a-1m``: 0.36 s
 #: and 0.92 s), so at 0.7 the part holding the long probes took 7.1 s against the other's 6.0 s
 _PER_PROBE, _PER_STREAMED_CHAR, _PER_CHAR, _EXTRAS = 100.0, 3.3, 1.1, 450_000.0
+#: libraries the supervisor imports once when two tasks or more need them (each child inherits
+#: them): imports that start no thread and read no input. vLLM and TRL (torch) load in their child.
+PRELOAD = ("tokenizers", "tiktoken", "transformers", "llama_cpp")
+STALL_ENV, MEMORY_ENV, CRASH_ENV = (
+    "STACKTOK_STALL_SECONDS",
+    "STACKTOK_MEMORY_BUDGET",
+    "STACKTOK_TEST_CRASH_BACKEND",
+)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": GIB, "t": 1 << 40}
 
 
 def can_fork() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
+    return hasattr(os, "fork") and hasattr(signal, "pthread_sigmask")
 
 
-class _RelayBar:
-    """A worker's bar: counts go to the parent in batches."""
-
-    def __init__(self, queue: Any, name: str) -> None:
-        self.queue, self.name, self.pending = queue, name, 0
-
-    def update(self, n: int = 1) -> None:
-        self.pending += n
-        if self.pending >= _BATCH:
-            self.queue.put(("update", self.name, self.pending))
-            self.pending = 0
-
-    def __enter__(self) -> _RelayBar:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.pending:
-            self.queue.put(("update", self.name, self.pending))
-        self.queue.put(("close", self.name))
-
-
-class _RelayProgress(Progress):
-    """A worker's stand-in for the parent's :class:`Progress`: bars and lines are relayed."""
-
-    def __init__(self, queue: Any) -> None:
-        super().__init__(quiet=True)
-        self.queue = queue
-
-    def bar(self, name: str, total: int, unit: str = "items") -> Bar:
-        self.queue.put(("open", name, total, unit))
-        return _RelayBar(self.queue, name)  # type: ignore[return-value] -- the same duck interface
-
-    def say(self, message: str) -> None:
-        self.queue.put(("say", message))
-
-    __call__ = say
+def limits_from_env(environ: Mapping[str, str] = os.environ) -> Limits:
+    """The children's limits: ``STACKTOK_STALL_SECONDS`` (seconds without progress, default 120)
+    and ``STACKTOK_MEMORY_BUDGET`` (resident bytes, e.g. ``8GiB``, ``512M``; default 4 GiB)."""
+    limits = Limits()
+    stall, memory = environ.get(STALL_ENV, "").strip(), environ.get(MEMORY_ENV, "").strip()
+    seconds, budget = limits.stall_seconds, limits.memory_bytes
+    if stall:
+        try:
+            seconds = float(stall)
+        except ValueError:
+            seconds = -1.0
+        if not 0 < seconds < float("inf"):
+            raise UsageError(
+                f"{STALL_ENV}={stall!r}: not a number of seconds above 0; set e.g. {STALL_ENV}=300"
+            )
+    if memory:
+        got = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", memory.lower())
+        budget = int(float(got[1]) * _UNITS[got[2]]) if got else 0
+        if budget <= 0:
+            raise UsageError(f"{MEMORY_ENV}={memory!r}: not an amount of memory; set e.g. {MEMORY_ENV}=8GiB")
+    return Limits(stall_seconds=seconds, memory_bytes=budget)
 
 
-def _relay(queue: Any, progress: Progress | Callable[[str], None], *, parts: int) -> None:
-    """Parent side: draw what the workers send, until ``None``. Each backend runs in ``parts``
-    parts, each opening and closing its bar: the bar opens with the first and closes with the
-    last (the parts of one backend may run one after the other)."""
-    bars: dict[str, Bar] = {}
-    closed: dict[str, int] = {}
-    for msg in iter(queue.get, None):
-        kind, name = msg[0], msg[1]
-        if kind == "say":
-            progress(name)
-        elif kind == "open":
-            if name not in bars:
-                bars[name] = progress.bar(name, msg[2], unit=msg[3])  # type: ignore[union-attr]
-        elif kind == "update":
-            bars[name].update(msg[2])
-        else:
-            closed[name] = closed.get(name, 0) + 1
-            if closed[name] == parts:
-                bars.pop(name).close()
+def crash_hook(environ: Mapping[str, str] = os.environ) -> tuple[str, int] | None:
+    """``STACKTOK_TEST_CRASH_BACKEND=NAME[:SIGNAL]`` (tests only) as (NAME, signal number)."""
+    spec = environ.get(CRASH_ENV, "").strip()
+    if not spec:
+        return None
+    name, _, sig = spec.partition(":")
+    sig = (sig.strip() or "SIGABRT").upper()
+    sig = sig if sig.startswith("SIG") else f"SIG{sig}"
+    if sig not in signal.Signals.__members__:
+        raise UsageError(f"{CRASH_ENV}={spec!r}: {sig} is not a signal; e.g. {CRASH_ENV}=llama.cpp:SIGSEGV")
+    return name.strip(), int(signal.Signals[sig])
 
 
-def _worker_init() -> None:
-    # the parent may have used tokenizers' thread pool; say so once here instead of a warning per worker
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    queue = _STATE["queue"]
-    runner: Runner = _STATE["runner"]
-    if queue is None:
-        runner.progress = lambda msg: None
-    elif _STATE["bars"]:
-        runner.progress = _RelayProgress(queue)
-    else:
-        runner.progress = lambda msg: queue.put(("say", msg))
+class _Relay:
+    """The children's bars and lines, drawn by the caller only; a backend's parts share one bar,
+    which closes when every part has ended (a part whose child died counts as ended)."""
 
+    def __init__(self, progress: Progress | Callable[[str], None], names: Sequence[str], parts: int) -> None:
+        self.progress, self.names, self.parts = progress, names, parts
+        self.bars: dict[str, Bar] = {}
+        self.closed: dict[str, int] = {}
+        self.ended: set[int] = set()
 
-def _run_task(task: list[tuple[str, Part | None]]) -> list[tuple[BackendResult, list[str]]]:
-    """Each (backend, part) of ``task`` in turn: its result and its stale declarations."""
-    runner: Runner = _STATE["runner"]
-    out = []
-    for name, part in task:
-        loaded = load_named(name, _STATE["exports"])
-        if loaded.backend is None:
-            out.append((not_run(loaded), []))
-            continue
-        result = runner.run(loaded.backend, part=part)
-        out.append((result, runner.stale_declarations([result])))
-    return out
+    def __call__(self, task: int, msg: tuple[Any, ...] | None) -> None:
+        if msg is None or msg[0] == "close":
+            self._close(task)
+        elif msg[0] == "say":
+            self.progress(msg[1])
+        elif msg[0] == "open":
+            if msg[1] not in self.bars and isinstance(self.progress, Progress):
+                self.bars[msg[1]] = self.progress.bar(msg[1], msg[2], unit=msg[3])
+        elif msg[0] == "update" and msg[1] in self.bars:
+            self.bars[msg[1]].update(msg[2])
+
+    def _close(self, task: int) -> None:
+        if task in self.ended:
+            return
+        self.ended.add(task)
+        name = self.names[task]
+        self.closed[name] = self.closed.get(name, 0) + 1
+        if self.closed[name] == self.parts and name in self.bars:
+            self.bars.pop(name).close()
 
 
 def plan_parts(probes: Sequence[Probe], n: int) -> list[Part]:
@@ -180,48 +185,49 @@ def run_forked(
     quiet: bool,
     shards: int | None = None,
     meanwhile: Callable[[], object] | None = None,
+    limits: Limits | None = None,
 ) -> tuple[list[BackendResult], list[str]]:
-    """Every backend of ``names`` in up to ``workers`` forked processes; results in ``names`` order.
+    """Every backend of ``names``, each in its own child, up to ``workers`` at once; results in
+    ``names`` order, the stale declarations in declaration order.
 
     ``shards`` parts of the probes (default: one per worker from :data:`SHARD_FROM` probes, else
-    1: a whole backend per task); ``meanwhile`` runs here while the workers work."""
+    1: a whole backend per task); ``meanwhile`` runs here while the children work; ``limits``
+    default to :func:`limits_from_env`."""
     probes = runner.fx.probes
     n = shards if shards is not None else (workers if len(probes) >= SHARD_FROM else 1)
-    if n > 1:
-        parts = plan_parts(probes, n)
-        tasks = [[(name, part) for name in names] for part in parts]
-    else:
-        tasks = [[(name, None)] for name in names]
-    ctx = multiprocessing.get_context("fork")
+    parts: list[Part | None] = list(plan_parts(probes, n)) if n > 1 else [None]
+    tasks = [(name, part) for part in parts for name in names]
     progress = runner.progress
-    queue = None if quiet else ctx.SimpleQueue()
-    _STATE.update(runner=runner, exports=exports, queue=queue, bars=isinstance(progress, Progress))
-    for stream in (sys.stdout, sys.stderr):  # a worker flushes inherited buffers when it exits
-        stream.flush()
-    relay = None
-    try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init) as pool:
-            futures = [pool.submit(_run_task, task) for task in tasks]
-            if queue is not None:
-                relay = threading.Thread(
-                    target=_relay,
-                    args=(queue, progress),
-                    kwargs={"parts": n},
-                    daemon=True,
-                )
-                relay.start()
-            if meanwhile is not None:
-                meanwhile()
-            done = [f.result() for f in futures]
-    finally:
-        if relay is not None:
-            queue.put(None)  # type: ignore[union-attr]
-            relay.join()
-        _STATE.clear()
+    mode = "quiet" if quiet else "bars" if isinstance(progress, Progress) else "lines"
+    hook = crash_hook()
+    preload = _preload_plan(names, len(parts))
+
+    def work(task: int, channel: Channel) -> None:
+        name, part = tasks[task]
+        _run_task(runner, exports, name, part, channel, mode=mode, hook=hook)
+
+    def before(task: int) -> None:
+        part = tasks[task][1]
+        runner.prepare(probes if part is None else probes[part.start : part.stop])
+
+    def describe(task: int, slot: tuple[int, ...]) -> str:
+        part = tasks[task][1] or Part(0, len(probes), extras=True)
+        return where(slot[0], slot[1], part=part, probes=probes, chats=runner.fx.chats)
+
+    ended = run_supervised(
+        len(tasks),
+        work,
+        workers=workers,
+        describe=describe,
+        on_message=_Relay(progress, [name for name, _ in tasks], len(parts)),
+        limits=limits or limits_from_env(),
+        before=before,
+        preload=(lambda task: _preload(preload, tasks[task][0])) if preload else None,
+        meanwhile=meanwhile,
+    )
     by_name: dict[str, list[tuple[BackendResult, list[str]]]] = {name: [] for name in names}
-    for task, outcome in zip(tasks, done):
-        for (name, _), got in zip(task, outcome):
-            by_name[name].append(got)  # tasks are in part order: so is each backend's list
+    for (name, _), end in zip(tasks, ended):
+        by_name[name].append(_outcome(name, end))  # tasks are in part order: so is each list
     order = {d.id: i for i, d in enumerate(runner.decl.divergences)}
     results, stale = [], set()
     for name in names:
@@ -230,3 +236,60 @@ def run_forked(
         if results[-1].status in ("ok", "diverged"):
             stale |= set.intersection(*(set(found) for _, found in got))
     return results, sorted(stale, key=order.__getitem__)
+
+
+def _run_task(
+    runner: Runner,
+    exports: Exports,
+    name: str,
+    part: Part | None,
+    channel: Channel,
+    *,
+    mode: str,
+    hook: tuple[str, int] | None,
+) -> None:
+    """In the task child: load ``name``, run it over ``part``, send (result, stale declarations)."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the parent may have used its pool
+    watch = Watch(channel.slot, part or Part(0, len(runner.fx.probes), extras=True))
+    watch.at(LOAD)
+    runner.progress = TaskProgress(watch, lambda msg: channel.send("progress", msg), mode)
+    loaded = load_named(name, exports)
+    if loaded.backend is None:
+        channel.send("result", (not_run(loaded), []))
+        return
+    channel.send("hello", loaded.backend.version)
+    watch.at(START)
+    if hook is not None and hook[0] == name:
+        os.kill(os.getpid(), hook[1])
+    result = runner.run(Watched(loaded.backend, watch, runner.fx.chats), part=part)  # type: ignore[arg-type] -- the protocol, by duck typing
+    watch.at(STALE)
+    stale = runner.stale_declarations([result])
+    watch.at(SEND)
+    channel.send("result", (result, stale))
+
+
+def _outcome(name: str, end: Ended) -> tuple[BackendResult, list[str]]:
+    if end.done:
+        return end.payload
+    return BackendResult(name=name, version=end.hello or "", status="crashed", reason=end.reason), []
+
+
+def _preload_plan(names: Sequence[str], parts: int) -> dict[str, tuple[str, ...]]:
+    """For each backend, the :data:`PRELOAD` libraries it needs that two tasks or more need."""
+    need = {
+        name: [m for m in BACKENDS[name].needs if m in PRELOAD] if name in BACKENDS else [] for name in names
+    }
+    count: dict[str, int] = {}
+    for modules in need.values():
+        for m in modules:
+            count[m] = count.get(m, 0) + parts
+    return {name: tuple(m for m in modules if count[m] > 1) for name, modules in need.items() if modules}
+
+
+def _preload(plan: Mapping[str, tuple[str, ...]], name: str) -> None:
+    """In the supervisor, before ``name``'s task child: import what it needs, once (an import that
+    fails is left to the child, which reports it)."""
+    for module in plan.get(name, ()):
+        with contextlib.suppress(Exception):
+            if importlib.util.find_spec(module) is not None:
+                importlib.import_module(module)

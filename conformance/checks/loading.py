@@ -24,9 +24,11 @@ load (and the ``sys.stdout``/``sys.stderr`` objects); if the load changed any, i
 them back and makes the load an ``error``. Loads run one at a time (one process-wide
 lock): two loads at once would each take the other's redirect for the streams to keep,
 and put it back. Checks still run in parallel; only loading is serialised. The lock is
-per process: ``run_suite`` with several workers runs each backend in its own forked process
+per process: ``run_suite`` runs each backend in a forked child of its own
 (``conformance.checks.forked``), whose fds 1 and 2 are its own, so a redirect there never
 reaches the parent that prints the table; each load there is still checked and restored.
+A library that kills its process while loading (a segfault, an abort) is not caught here: in
+a child, the supervisor makes it a *crashed* result (``conformance.checks.supervisor``).
 
 Out of scope: which backends exist (``conformance.backends``), what a caller
 reports for each outcome (runner results, fuzz runs, audit scans).

@@ -1,8 +1,9 @@
 """What a backend's run found, and the rows it becomes (``result_rows``).
 
 :class:`BackendResult` is the runner's record of one backend: its status (``ok``,
-``diverged``, or -- when it never ran -- ``missing`` / ``skip`` / ``error``), tallies
-per check and every :class:`Failure` with its first-difference window.
+``diverged``, or -- when it never ran -- ``missing`` / ``skip`` / ``error``, or ``crashed``
+when its process died on the way: a signal, a stall, its memory budget), tallies per check
+and every :class:`Failure` with its first-difference window.
 :func:`result_rows` turns results into :class:`~conformance.core.rows.Row` values:
 one per (backend, check) in :data:`CHECK_CAPS` order, then one per stale declaration.
 The gate's reports are compared byte for byte across releases: the row order and
@@ -22,6 +23,8 @@ from conformance.core.protocol import Capability
 from conformance.core.rows import Row, skip
 
 STREAM_MAX_CHARS = 20_000  # streaming is per token: skip the megabyte probes
+#: statuses of a backend that did not run to the end: one row each (``conformance``), no check rows
+NOT_RUN = ("missing", "skip", "error", "crashed")
 
 
 @dataclass
@@ -37,7 +40,7 @@ class Failure:
 class BackendResult:
     name: str
     version: str = ""
-    status: str = "ok"  # ok | diverged | missing | skip (no export for it) | error (cannot load)
+    status: str = "ok"  # ok | diverged | missing | skip (no export) | error (cannot load) | crashed
     reason: str = ""
     seconds: float = 0.0
     checks: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -82,9 +85,10 @@ def merge_parts(parts: Sequence[BackendResult]) -> BackendResult:
     """One backend's result from the results of its :class:`Part` runs, given in probe order (the
     last one ran the once-per-backend checks): equal to the result of one whole run, the time
     aside (``seconds`` is the parts' sum). A part that did not run (missing, skip, error) is the
-    result: every part loads the same files the same way."""
+    result: every part loads the same files the same way; so is a part whose process died
+    (crashed): the backend has no whole run to report."""
     for r in parts:
-        if r.status in ("missing", "skip", "error"):
+        if r.status in NOT_RUN:
             return r
     first = parts[0]
     out = BackendResult(
@@ -120,18 +124,24 @@ def merge_parts(parts: Sequence[BackendResult]) -> BackendResult:
 FIXES = {
     "encode": "the export tokenizes differently: re-export with `stacktok export`, "
     "or declare a cited divergence in fixtures/divergences.jsonl",
-    "injection": "untrusted text produced a control token: use the backend's safe path (README: "
-    "Loading the exports safely) and check the special tokens' flags / token types",
+    "injection": "untrusted text produced a control token: use the backend's safe path "
+    "(docs/exports.md: Loading the exports safely) and check the special tokens' flags / token types",
     "trusted": "special tokens are not parsed at their ids: check added_tokens / token types",
     "decode": "decoding reference ids does not give the original bytes: "
     "check the decoder and clean-up settings",
     "single_tokens": "some ids do not decode to their own bytes: the vocabulary differs",
     "default": "the backend's default handling of special strings changed: review it before serving",
     "chat": "the chat template does not render what the model was trained on: use the exported template",
-    "chat_injection": "build chat ids with stacktok_export.chat.render_conversation (role markers by id, "
-    "content as untrusted text) for any content a user typed",
+    "chat_injection": "build chat ids with stacktok_export.chat.chat.render_conversation (role markers by "
+    "id, content as untrusted text) for any content a user typed",
     "stream": "incremental detokenization breaks characters: hold back incomplete UTF-8",
 }
+#: the fix of a ``crashed`` backend's row
+CRASHED_FIX = (
+    "{name} ended its process on this input, so a server using {name} would too: reproduce it with "
+    "`stacktok gate DIR --backends {name}`, then fix the file or report it to {name}'s maintainers; "
+    "on a slow or small machine raise STACKTOK_STALL_SECONDS or STACKTOK_MEMORY_BUDGET"
+)
 #: every conformance check, in report order, with the capability that makes it apply
 CHECK_CAPS = {
     "encode": Capability.ENCODE,
@@ -156,7 +166,7 @@ def result_rows(
     not apply to another (e.g. a pre type with llama.cpp's clean_spaces off)."""
     rows: list[Row] = []
     for r in results:
-        if r.status in ("missing", "skip", "error"):
+        if r.status in NOT_RUN:
             rows.append(_absent_row(r))
             continue
         for check, cap in CHECK_CAPS.items():
@@ -180,6 +190,8 @@ def _absent_row(r: BackendResult) -> Row:
         return Row("conformance", r.name, "missing", r.reason, f"install it to check {r.name}: {r.reason}")
     if r.status == "skip":
         return skip("conformance", r.reason, backend=r.name)
+    if r.status == "crashed":  # "llama.cpp died with SIGSEGV on probe long-a-1m"
+        return Row("conformance", r.name, "error", f"{r.name} {r.reason}", CRASHED_FIX.format(name=r.name))
     return Row(
         "conformance",
         r.name,
