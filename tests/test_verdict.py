@@ -65,6 +65,8 @@ from conformance.core.rows import (
 )
 from conformance.gate.behaviour import behaviour_proof
 from stacktok_export import ArtifactError, StackTokenizer
+from stacktok_export.util.limits import FlagError
+from stacktok_export.util.untrusted import UntrustedFileError
 
 from .helpers.paths import SHIPPED
 
@@ -426,7 +428,10 @@ def test_input_error_is_one_line_naming_path_where_what_and_fix() -> None:
     assert str(err) == "d/config.json: line 3: bad\\nvalue\\r; fix it"
     assert (err.path, err.where, err.what, err.fix) == ("d/config.json", "line 3", "bad\nvalue\r", "fix it")
     assert isinstance(err, ValueError)
-    assert input_errors() == (UsageError, InputError, FixtureError, LayoutError, ArtifactError)
+    assert input_errors() == (
+        *(UsageError, InputError, FixtureError, LayoutError, ArtifactError),
+        *(UntrustedFileError, FlagError),  # a file refused before reading; --max-file-mb out of range
+    )
 
 
 # ------------------------------------------------------------------ declarations

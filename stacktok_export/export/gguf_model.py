@@ -94,6 +94,8 @@ def check_rows(path: Path, tensors: dict[str, tuple[int, ...]], n_ids: int) -> i
 
 def _open(path: Path) -> Any:
     gguf = require("gguf")
+    if not os.path.lexists(path):
+        raise ModelGGUFError(f"{path}: no such file")
     try:  # the header's declared sizes against the file first: gguf-py maps before it checks
         check_file(path)
     except (GGUFHeaderError, UntrustedFileError) as exc:
