@@ -31,8 +31,9 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-#: bytes of a file name or link text quoted in a message
+#: characters of a link's text quoted in a message (a path named in full: PATH_MAX is 4,096)
 _SHOW = 160
+_PATH = 4096
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -47,7 +48,7 @@ class UntrustedFileError(ValueError):
     """A file refused before (or while) reading it: ``"<path>: file: <what>; <fix>"``."""
 
     def __init__(self, path: os.PathLike[str] | str, what: str, fix: str) -> None:
-        self.path, self.where, self.what, self.fix = escape(os.fspath(path)), "file", what, fix
+        self.path, self.where, self.what, self.fix = escape(os.fspath(path), _PATH), "file", what, fix
         super().__init__(f"{self.path}: file: {what}; {fix}")
 
 
@@ -113,7 +114,7 @@ def refuse_link_out(path: os.PathLike[str] | str, roots: Sequence[Path]) -> None
     lies outside every one of ``roots``; the message names the link's text, never the target's."""
     if not os.path.islink(path) or inside(Path(os.path.realpath(path)), roots):
         return
-    where = ", ".join(escape(str(r)) for r in roots)
+    where = ", ".join(escape(str(r), _PATH) for r in roots)
     raise UntrustedFileError(
         path,
         f"is a symlink to {escape(os.readlink(path))}, outside {where}: the gate reads only the "
