@@ -218,3 +218,17 @@ def test_a_device_or_pipe_is_written_through_never_replaced(tmp_path) -> None:
     alias.symlink_to(regular)
     write_report(alias, "new")
     assert alias.is_symlink() and regular.read_text() == "new"
+
+
+def test_a_gguf_that_crashes_llama_cpp_in_the_static_check_is_a_row(monkeypatch) -> None:
+    """issue 37: ``gguf.eog`` loaded the GGUF in llama.cpp inside the gate's own process, so a GGUF
+    that crashes llama.cpp killed the gate; it runs in a bounded child now."""
+    from conformance.core.layout import Exports
+    from conformance.static import gguf_eog
+    from stacktok_export import load_tokenizer
+
+    monkeypatch.setattr(gguf_eog, "_ask_llama", lambda path: os.abort())
+    exports = Exports(artifact=Path("a.json"), hf_dir=None, tiktoken=None, gguf=Path("x.gguf"))
+    (got,) = gguf_eog.check_gguf_eog(exports, load_tokenizer())
+    assert (got.check, got.backend, got.status) == ("gguf.eog", "llama.cpp", "error")
+    assert "died with SIGABRT" in got.message
