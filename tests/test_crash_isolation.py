@@ -68,6 +68,16 @@ def session_members(sid: int) -> list[str]:
     return found
 
 
+def kill_session(proc: subprocess.Popen) -> None:
+    """End the whole session of ``proc`` (its group, then any member that left it) and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    for line in session_members(proc.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(line.split()[0]), signal.SIGKILL)
+    proc.wait()
+
+
 def run_tree(argv: Sequence[str], env: Mapping[str, str], *, timeout: float = 120) -> dict:
     """``python -m stacktok *argv`` in its own session; its exit code, output, seconds, and what of
     its session is still alive a second after it returned."""
@@ -84,12 +94,7 @@ def run_tree(argv: Sequence[str], env: Mapping[str, str], *, timeout: float = 12
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:  # a timeout: the whole session goes, whatever it left running
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        for line in session_members(proc.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(line.split()[0]), signal.SIGKILL)
-        proc.wait()
+        kill_session(proc)
         raise
     seconds = time.monotonic() - start
     deadline, left = time.monotonic() + 1.0, session_members(proc.pid)

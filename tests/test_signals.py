@@ -29,7 +29,7 @@ from conformance.checks import forked
 from conformance.report.entry import FORCE_AFTER
 
 from .helpers import ROOT, SHIPPED_HF, gate_data
-from .test_crash_isolation import session_members
+from .test_crash_isolation import kill_session, session_members
 
 pytestmark = [
     pytest.mark.transformers,  # tokenizers is in the [hf] extra: runs under 4.57.x and 5.x
@@ -72,12 +72,7 @@ def run_signalled(
             time.sleep(0.02)
         _, err = proc.communicate(timeout=timeout)
     except BaseException:  # a timeout: the whole session goes, whatever it left running
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        for line in session_members(proc.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(line.split()[0]), signal.SIGKILL)
-        proc.wait()
+        kill_session(proc)
         raise
     ended = time.monotonic()
     deadline, left = ended + 1.0, session_members(proc.pid)
