@@ -83,7 +83,10 @@ def install_project(session: nox.Session, *extras: str, pins: tuple[str, ...] = 
 #: vLLM/TRL (``heavy``), the served path (``served``) and pre-commit/the action (``hooks``) run in their
 #: own sessions, never skipped here.
 TEST_SELECTION = {
-    "4.57": "transformers and not heavy and not served and not convert and not hooks and not plugin",
+    "4.57": (
+        "transformers and not heavy and not served and not convert and not hooks and not plugin "
+        "and not llama_server"
+    ),
     "latest": "not heavy and not served and not convert and not hooks and not plugin",
 }
 
@@ -98,7 +101,31 @@ def tests(session: nox.Session, transformers: str) -> None:
         ensure_chromium(session)
     args = session.posargs or ("-q", "-m", TEST_SELECTION[transformers])
     env = {"TRANSFORMERS_VERBOSITY": "error", "STACKTOK_LLAMA_SDIST": str(llama_sdist(session).resolve())}
+    if transformers == "latest":  # the llama_server tests (issue 39) run once, here
+        server = os.environ.get("STACKTOK_LLAMA_SERVER") or llama_server_binary(session)
+        env["STACKTOK_LLAMA_SERVER"] = str(server)
     session.run("pytest", *args, env=env)
+
+
+LLAMA_SERVER_CACHE = Path(
+    os.environ.get("STACKTOK_LLAMA_SERVER_CACHE", Path.home() / ".cache" / "stacktok-llama-server")
+)
+
+
+def llama_server_binary(session: nox.Session) -> Path:
+    """llama.cpp's ``llama-server`` from the llama-cpp-python sdist, built once per machine and version.
+
+    Built by conformance.served.llama_build in the session's venv (the project must be installed).
+    """
+    binary = LLAMA_SERVER_CACHE / LLAMA_VERSION / "llama-server"
+    if not binary.is_file():
+        session.log(f"building llama-server {LLAMA_VERSION} from the sdist (once, ~11 min on 2 cores)")
+        sdist = str(llama_sdist(session).resolve())
+        build = ("-m", "conformance.served.llama_build", "--sdist", sdist, "--cache", str(LLAMA_SERVER_CACHE))
+        session.run("python", *build)
+    if not binary.is_file():
+        session.error(f"no {binary} after building; see the cmake output above")
+    return binary.resolve()
 
 
 @nox.session(python=PYTHON)
@@ -428,6 +455,9 @@ def bench(session: nox.Session) -> None:
     sdist = {"STACKTOK_LLAMA_SDIST": str(llama_sdist(session).resolve())}
     session.run("python", "benchmarks/bench_import.py", env=sdist)  # Llama-3's vocabulary, imported
     session.run("python", "benchmarks/bench_gate.py")
+    # a real checkpoint (Llama-3.1-shaped, 128k ids) with every installed engine, llama-server included
+    server = {**sdist, "STACKTOK_LLAMA_SERVER": str(llama_server_binary(session))}
+    session.run("python", "benchmarks/bench_gate_llama31.py", env=server)
     session.run("python", "benchmarks/bench_pack.py", "--memory-gb", "1")
     # throughput where a cluster's fixed cost (joining, its workers' imports, its exit: ~3.5 s)
     # weighs what it does on real corpora: 1 GB, every engine once

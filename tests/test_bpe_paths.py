@@ -11,7 +11,7 @@ import random
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from stacktok_export import SPLIT_PATTERN, StackTokenizer, load_tokenizer
@@ -390,6 +390,7 @@ def test_the_textbook_merges_one_occurrence_at_a_time_like_the_libraries() -> No
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**9))
+@example(seed=18067864)  # a merge ranked above the merge that makes its part: not the v1 layout
 def test_the_textbook_equals_the_encoder_on_imported_vocabularies(seed: int) -> None:
     """The oracle ``stacktok audit`` and the tiktoken proof use, on generated lists with unsafe ranks."""
     from stacktok_export.models.bpe.textbook import MergeListBPE

@@ -310,7 +310,7 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
 
 
 def test_registry_names_are_the_documented_ones() -> None:
-    assert set(REGISTRY) == set(LOCAL) | {"vllm", "trl", "llama.cpp-detokenize"}
+    assert set(REGISTRY) == set(LOCAL) | {"vllm", "trl", "llama.cpp-detokenize", "llama-server"}
 
 
 def test_a_batch_encode_that_raises_leaves_each_probe_its_own_error(small_tok) -> None:

@@ -201,6 +201,8 @@ class Bomb:
         self.decode_exact, self.encodes_in_batch = backend.decode_exact, batch and backend.encodes_in_batch
         self.chat_requires_assistant = backend.chat_requires_assistant
         self.chat_injection_safe_path = backend.chat_injection_safe_path
+        self.template_input = backend.template_input
+        self.template_input_declaration = backend.template_input_declaration
 
     @staticmethod
     def _maybe(text: str) -> None:
@@ -221,9 +223,14 @@ class Bomb:
     def default_encode(self, text):
         return self.real.default_encode(text)
 
-    def chat(self, messages, *, add_generation_prompt):
+    def chat(self, messages, *, add_generation_prompt, tools=None, template_kwargs=None):
         self._maybe(" ".join(m["content"] for m in messages))
-        return self.real.chat(messages, add_generation_prompt=add_generation_prompt)
+        return self.real.chat(
+            messages,
+            add_generation_prompt=add_generation_prompt,
+            tools=tools,
+            template_kwargs=template_kwargs,
+        )
 
     def stream(self, ids):
         return self.real.stream(ids)

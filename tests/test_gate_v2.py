@@ -24,11 +24,12 @@ from conformance.core import expect
 from stacktok_export import StackTokenizer
 from stacktok_export.export.hf import hf_files
 from stacktok_export.export.tiktoken_fmt import tiktoken_text
-from stacktok_export.gguf.reader import read_gguf_file
 from stacktok_export.split.bytelevel import to_chars
 
 from .helpers import llama_vocab
 from .helpers.gate import failing, run_gate
+from .helpers.gguf_edit import rewrite_gguf
+from .helpers.json_edit import edit_json
 from .helpers.paths import SHIPPED
 
 GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
@@ -185,6 +186,10 @@ def test_audit_self_reachability_is_informative_under_ignore_merges(tmp_path) ->
 
 # ------------------------------------------------------------------ llama.cpp's real vocabularies
 NAMES = ("llama-bpe", "qwen2", "gpt-2")
+#: generation_config.json eos_token_id as the publisher ships it where the source GGUF's chat template
+#: ends a turn with an id the export does not list: the artifact (imported from the GGUF) records
+#: only the eos, <|endoftext|>; Qwen2's ChatML ends a turn with <|im_end|> (151645)
+PUBLISHED_STOPS = {"qwen2": [151645, 151643]}
 #: a pre type each source's GGUF must not carry (a different split)
 WRONG_PRE = {"llama-bpe": "gpt-2", "qwen2": "gpt-2", "gpt-2": "qwen2"}
 
@@ -197,29 +202,11 @@ def models(tmp_path_factory):
     return llama_vocab.extract_models(sdist, tmp_path_factory.mktemp("vocab"))
 
 
-def rewrite_gguf(src: Path, dst: Path, edit) -> None:
-    """``src``'s metadata (vocab-only: no tensors), ``edit``ed, written by gguf-py's writer."""
-    import gguf
-
-    fields = {k: v for k, v in read_gguf_file(src)[0].items() if not k.startswith("GGUF.")}
-    values = {k: v for k, (v, _) in fields.items()}
-    edit(values)
-    writer = gguf.GGUFWriter(dst, values.pop("general.architecture"))
-    for key, value in values.items():
-        kind = fields[key][1]
-        if kind.startswith("ARRAY["):
-            sub = gguf.GGUFValueType[kind[6:-1]]
-            writer.add_key_value(key, value, gguf.GGUFValueType.ARRAY, sub_type=sub)
-        else:
-            writer.add_key_value(key, value, gguf.GGUFValueType[kind])
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-
-
-def original_dir(models: Path, name: str, root: Path) -> tuple[Path, Path, Path, StackTokenizer]:
-    """The imported artifact, a directory with the original GGUF + the exported HF files, a text."""
+def original_dir(
+    models: Path, name: str, root: Path, *, published: bool = True
+) -> tuple[Path, Path, Path, StackTokenizer]:
+    """The imported artifact, a directory with the original GGUF + the exported HF files, a text;
+    ``published``: generation_config.json's eos ids as the publisher ships them (PUBLISHED_STOPS)."""
     from stacktok_export.importers import import_tokenizer
 
     gguf_path = models / f"ggml-vocab-{name}.gguf"
@@ -231,6 +218,8 @@ def original_dir(models: Path, name: str, root: Path) -> tuple[Path, Path, Path,
     (directory / gguf_path.name).write_bytes(gguf_path.read_bytes())
     for fname, data in hf_files(tok).items():
         (directory / fname).write_bytes(data)
+    if published and name in PUBLISHED_STOPS:
+        edit_json(directory / "generation_config.json", set={"eos_token_id": PUBLISHED_STOPS[name]})
     # the .tiktoken export too: the gate's tiktoken rows judge it by behaviour, proven or not
     (directory / f"{name}.tiktoken").write_text(tiktoken_text(tok), encoding="ascii")
     text = root / "probes.txt"
@@ -251,6 +240,19 @@ def test_original_gguf_and_exported_tokenizer_json_pass(models, name, tmp_path) 
     for backend in ("tiktoken", "tokenizers", "transformers", "llama.cpp"):
         assert rows[f"conformance.encode[{backend}]"] == "pass", backend
     assert rows["gguf.pre[files]"] == "pass" and rows["surface.gguf_tokens[files]"] == "pass"
+
+
+@pytest.mark.llama_vocab
+def test_a_turn_end_missing_from_the_exported_stops_fails(models, tmp_path) -> None:
+    """The qwen2 GGUF's ChatML ends a turn with <|im_end|>, which the export's generation_config.json
+    (the source's eos only) does not list: the gate names the id to add, keeping the one listed."""
+    artifact, directory, text, _ = original_dir(models, "qwen2", tmp_path, published=False)
+    run = gate(directory, artifact, text, backends="reference", out=tmp_path)
+    bad = failing(run.report)
+    assert run.code == 1 and list(bad) == ["config.eos_stops_turns[files]"], sorted(bad)
+    row = bad["config.eos_stops_turns[files]"]
+    assert "151645 <|im_end|>" in row["message"] and "generation_config.json" in row["message"]
+    assert row["fix"].startswith("add 151645 to generation_config.json eos_token_id: [151643, 151645]")
 
 
 @pytest.mark.llama_vocab

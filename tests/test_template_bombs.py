@@ -246,9 +246,11 @@ class _DirTemplateBackend:
     def __getattr__(self, attr: str) -> Any:  # encode, decode, stream...: the reference's
         return getattr(self.inner, attr)
 
-    def chat(self, messages: Any, *, add_generation_prompt: bool) -> tuple[list[int], list[int]]:
+    def chat(
+        self, messages: Any, *, add_generation_prompt: bool, **shape: Any
+    ) -> tuple[list[int], list[int]]:
         self.calls += 1
-        return self.inner.chat(messages, add_generation_prompt=add_generation_prompt)
+        return self.inner.chat(messages, add_generation_prompt=add_generation_prompt, **shape)
 
 
 @pytest.mark.parametrize(

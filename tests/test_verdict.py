@@ -220,7 +220,7 @@ WARN = Row("config.pre_tokenizer", FILES, "warn", "pre_tokenizer differs", "rest
 
 def test_readers_of_each_export() -> None:
     assert readers_of("tokenizer.json") == HF_READERS
-    assert readers_of(".gguf") == ("llama.cpp", "llama.cpp-detokenize")
+    assert readers_of(".gguf") == ("llama.cpp", "llama.cpp-detokenize", "llama-server")
     assert readers_of(".tiktoken") == ("tiktoken",)
     assert readers_of("artifact") == ("reference", "transformers")
 
@@ -306,7 +306,7 @@ def test_backend_list_parses_dedupes_and_rejects_unknown_names() -> None:
         backend_list("reference,nope,llama")
     known = (
         "reference, tiktoken, tokenizers, transformers, transformers-reload, llama.cpp, "
-        "llama.cpp-detokenize, vllm, trl"
+        "llama.cpp-detokenize, llama-server, vllm, trl"
     )
     assert str(info.value) == f"unknown backend(s) ['nope', 'llama']; choose from {known}"
 
@@ -370,7 +370,7 @@ def test_unavailable_backends_lists_optional_ones_and_stops_on_a_required_one(
 def test_check_selection_usage_errors_in_order() -> None:
     assert check_selection([], ["tiktoken"], skipped=["tiktoken"]) == (
         "--backends names no backend; give at least one of reference, tiktoken, tokenizers, transformers, "
-        "transformers-reload, llama.cpp, llama.cpp-detokenize, vllm, trl"
+        "transformers-reload, llama.cpp, llama.cpp-detokenize, llama-server, vllm, trl"
     )
     assert check_selection(["reference"], ["tiktoken", "trl", "vllm"], skipped=["vllm", "tiktoken"]) == (
         "--require and --skip both name tiktoken,vllm; drop it from one of them"

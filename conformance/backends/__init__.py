@@ -45,6 +45,10 @@ class Entry:
 _HF = "pip install 'stacktok[hf]'"
 _LLAMA = "pip install 'stacktok[llama]' (builds llama-cpp-python from source, 3-13 min)"
 _HEAVY = "see conformance/INSTALL-heavy.md (CPU torch first), or run `nox -s heavy`"
+_SERVER = (
+    "build it once: python -m conformance.served.llama_build --sdist llama_cpp_python-0.3.36.tar.gz "
+    "(docs/install.md), or set STACKTOK_LLAMA_SERVER"
+)
 BACKENDS: dict[str, Entry] = {
     "reference": Entry(".reference", "artifact"),
     "tiktoken": Entry(
@@ -58,6 +62,10 @@ BACKENDS: dict[str, Entry] = {
     "llama.cpp": Entry(".llama_backend", ".gguf", needs=("llama_cpp",), install=_LLAMA),
     "llama.cpp-detokenize": Entry(
         ".llama_backend", ".gguf", loader="load_detokenize", needs=("llama_cpp",), install=_LLAMA
+    ),
+    # llama.cpp's own server, built from the llama-cpp-python sdist (an adapter of the served path)
+    "llama-server": Entry(
+        "conformance.served.llama_server_backend", ".gguf", needs=("gguf", "numpy"), install=_SERVER
     ),
     "vllm": Entry(".vllm_backend", "tokenizer.json", needs=("vllm",), install=_HEAVY),
     "trl": Entry(".trl_backend", "tokenizer.json", needs=("trl", "datasets"), install=_HEAVY),

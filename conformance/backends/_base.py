@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import codecs
-from collections.abc import Mapping, Sequence
+import datetime
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from conformance.core.protocol import Capability
 
@@ -41,6 +43,14 @@ class BaseBackend:
     chat_requires_assistant = False
     #: how the chat path keeps typed special strings as text; None = the library has none.
     chat_injection_safe_path: str | None = None
+    #: how the chat path rewrites a conversation before its template sees it, beyond what
+    #: transformers does: ``(messages, now) -> (messages, extra context)``; and the declared
+    #: divergence a chat difference it fully explains counts as. None / "": it rewrites nothing
+    template_input: (
+        Callable[[list[dict[str, Any]], datetime.datetime], tuple[list[dict[str, Any]], dict[str, Any]]]
+        | None
+    ) = None
+    template_input_declaration: str = ""
     #: the export file it reads -- no default: each adapter sets it from its registry entry
     #: (``READS[name]``), so an adapter that forgets fails the protocol check
     reads: str
@@ -58,7 +68,12 @@ class BaseBackend:
         raise NotImplementedError(f"{self.name} has no default encode")
 
     def chat(
-        self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        add_generation_prompt: bool,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
     ) -> tuple[list[int], list[int]]:
         raise NotImplementedError(f"{self.name} has no chat path")
 

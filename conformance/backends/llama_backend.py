@@ -51,12 +51,13 @@ import operator
 import os
 import threading
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.backends import READS, require
+from conformance.backends import READS, require, shared_reference
 from conformance.backends._base import TOKENIZER_CAPS, BaseBackend
+from conformance.core.expect import is_ours
 from conformance.core.layout import Exports
 from conformance.core.protocol import Capability, ExportAbsent
 
@@ -141,6 +142,7 @@ class LlamaCppTokenizer:
             else:
                 model = _load_vocab_only(self._lib, self.path)
                 self._free = weakref.finalize(self, self._lib.llama_model_free, model)
+        self._model = model
         self._vocab = self._lib.llama_model_get_vocab(model)
         self.n_vocab: int = self._lib.llama_vocab_n_tokens(self._vocab)
         #: each id's ``llama_token_to_piece`` bytes, asked of llama.cpp once per id (the call is a
@@ -174,6 +176,19 @@ class LlamaCppTokenizer:
     pad_id = property(lambda self: self._id("llama_vocab_pad"), doc="PAD id, None when the GGUF sets none")
     adds_bos = property(lambda self: self._flag("llama_vocab_get_add_bos"), doc="tokenize() prepends BOS")
     adds_eos = property(lambda self: self._flag("llama_vocab_get_add_eos"), doc="tokenize() appends EOS")
+
+    def chat_template(self) -> str | None:
+        """The GGUF's ``tokenizer.chat_template`` as llama.cpp read it (None without one)."""
+        raw = self._lib.llama_model_chat_template(self._model, None)
+        return None if not raw else raw.decode("utf-8", errors="replace")
+
+    def token_text(self, token_id: int | None) -> str:
+        """A token's text as the vocabulary stores it (``token_get_text``); "" for None."""
+        if token_id is None:
+            return ""
+        return self._lib.llama_vocab_get_text(self._vocab, self._check_id(token_id)).decode(
+            "utf-8", "replace"
+        )
 
     def is_eog(self, token_id: int) -> bool:
         """Whether llama.cpp stops generation at ``token_id``."""
@@ -265,6 +280,8 @@ class LlamaCppBackend(BaseBackend):
     name = "llama.cpp"
     reads = READS[name]
     capabilities = TOKENIZER_CAPS
+    #: the GGUF's chat template where this backend renders chats (set by :func:`load`)
+    template: str | None = None
 
     def __init__(self, tok: LlamaCppTokenizer) -> None:
         self.tok = tok
@@ -278,6 +295,34 @@ class LlamaCppBackend(BaseBackend):
 
     def default_encode(self, text: str) -> list[int]:
         return self.tok.default_tokenize(text)
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        add_generation_prompt: bool,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
+    ) -> tuple[list[int], list[int]]:
+        """llama-cpp-python's chat handler for the GGUF's template (``Jinja2ChatFormatter``, as
+        ``Llama`` builds it: the eos/bos texts of the vocabulary) and its tokenization of the
+        prompt (``add_bos=not added_special, special=True``); no mask (the handler has none)."""
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        tok = self.tok
+        formatter = Jinja2ChatFormatter(
+            template=self.template or "",
+            eos_token=tok.token_text(tok.eos_id),
+            bos_token=tok.token_text(tok.bos_id),
+            add_generation_prompt=add_generation_prompt,
+        )
+        result = formatter(
+            messages=[dict(m) for m in messages],
+            tools=None if tools is None else [dict(t) for t in tools],
+            **dict(template_kwargs or {}),
+        )
+        ids = tok._tokenize(result.prompt, add_special=not result.added_special, parse_special=True)
+        return ids, []
 
 
 class LlamaCppDetokenizeBackend(LlamaCppBackend):
@@ -305,4 +350,14 @@ def load_detokenize(exports: Exports) -> LlamaCppDetokenizeBackend:
 
 
 def load(exports: Exports) -> LlamaCppBackend:
-    return LlamaCppBackend(_open(exports))
+    """llama.cpp over the GGUF; with a chat path (``CHAT``) where the GGUF has a template and the
+    reference is an imported artifact (whose chats are DIR's template rendered by each engine:
+    ``conformance.checks.template_chats``; our own layout's chats are built from pieces, and the
+    GGUF's copy of that template is compared as text by ``gguf.chat_template``)."""
+    backend = LlamaCppBackend(_open(exports))
+    template = backend.tok.chat_template()
+    if template is not None and exports.artifact is not None:
+        if not is_ours(shared_reference(exports.artifact)):
+            backend.template = template
+            backend.capabilities = TOKENIZER_CAPS | {Capability.CHAT}
+    return backend

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from conformance.backends import READS, shared_reference
 from conformance.backends._base import BaseBackend
@@ -31,7 +32,12 @@ class ReferenceBackend(BaseBackend):
         return self.tok.encode(text)
 
     def chat(
-        self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        add_generation_prompt: bool,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
     ) -> tuple[list[int], list[int]]:
         return render_conversation(messages, self.tok, add_generation_prompt=add_generation_prompt)
 

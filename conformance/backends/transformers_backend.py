@@ -4,7 +4,8 @@ Safe path: ``tok(text, add_special_tokens=False, split_special_tokens=True)`` (t
 a part's probes as one list: transformers encodes a single text as a batch of one, the same path).
 Trusted: ``tok(text, add_special_tokens=False)``. Default: ``tok(text)`` --
 parses special strings and adds whatever the config adds (recorded). Chat:
-``apply_chat_template(..., return_dict=True, return_assistant_tokens_mask=True)``.
+``apply_chat_template(messages, tools=..., **template_kwargs, tokenize=True, return_dict=True)``,
+with ``return_assistant_tokens_mask=True`` where the template marks generation.
 ``split_special_tokens`` flips a shared backend flag per call, so calls are
 serialized.
 
@@ -23,6 +24,7 @@ import functools
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from conformance.backends import READS, require, shared_reference
 from conformance.backends._base import BaseBackend, text_stream
@@ -66,6 +68,9 @@ class TransformersBackend(BaseBackend):
     def decode_text(self, ids: Sequence[int]) -> str:
         return self.tok.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
+    def _template_for(self, tools) -> object:
+        return _chosen_template(self.tok, None if tools is None else list(tools))
+
     def stream(self, ids: Sequence[int]) -> list[str]:
         decode = self._window_decode or self.decode_text
         return text_stream(decode, tuple(ids), memo=self._memo("text"))
@@ -75,18 +80,41 @@ class TransformersBackend(BaseBackend):
             return list(self.tok(text)["input_ids"])
 
     def chat(
-        self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        add_generation_prompt: bool,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
     ) -> tuple[list[int], list[int]]:
+        marked = _marks_generation(self._template_for(tools))
         with self._lock, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = self.tok.apply_chat_template(
-                list(messages),
+                [dict(m) for m in messages],
+                tools=None if tools is None else [dict(t) for t in tools],
                 tokenize=True,
                 add_generation_prompt=add_generation_prompt,
                 return_dict=True,
-                return_assistant_tokens_mask=True,
+                return_assistant_tokens_mask=marked,
+                **dict(template_kwargs or {}),
             )
-        return list(out["input_ids"]), list(out["assistant_masks"])
+        return list(out["input_ids"]), list(out["assistant_masks"]) if marked else []
+
+
+def _chosen_template(tok, tools) -> object:
+    """The template ``apply_chat_template`` will render (``get_chat_template``: with several named
+    ones, ``tool_use`` when tools are passed), or None when the tokenizer has none."""
+    try:
+        return tok.get_chat_template(None, tools)
+    except ValueError:
+        return None
+
+
+def _marks_generation(template: object) -> bool:
+    """Whether the template has ``{% generation %}`` blocks (else transformers' mask is all zeros
+    and, in 5.x, a warning: the chat row compares masks only where the template marks them)."""
+    return isinstance(template, str) and "generation" in template
 
 
 def stock_window_decode(tok) -> Callable[[list[int]], str] | None:

@@ -44,10 +44,11 @@ import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from conformance.backends import READS
 from conformance.backends._base import BaseBackend
-from conformance.core.protocol import BackendMissing, Capability, ExportAbsent
+from conformance.core.protocol import BackendMissing, Capability, ChatShapeUnsupported, ExportAbsent
 
 INSTALL_HINT = (
     "pip install torch==2.13.0 && pip install trl datasets "
@@ -98,8 +99,15 @@ class TrlBackend(BaseBackend):
         return out[0]
 
     def chat(
-        self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        add_generation_prompt: bool,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
     ) -> tuple[list[int], list[int]]:
+        if tools is not None or template_kwargs:
+            raise ChatShapeUnsupported("the TRL adapter passes no tools or template keyword arguments")
         row = self.prepare(messages, add_generation_prompt=add_generation_prompt)
         ids = [int(i) for i in row["input_ids"]]
         mask = [0 if label == -100 else 1 for label in row["labels"]]

@@ -61,10 +61,11 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from conformance.backends import READS
 from conformance.backends._base import BaseBackend
-from conformance.core.protocol import BackendMissing, Capability, ExportAbsent
+from conformance.core.protocol import BackendMissing, Capability, ChatShapeUnsupported, ExportAbsent
 
 INSTALL_HINT = (
     "run `nox -s conformance -- --vllm VERSION`, or follow the CPU recipe in conformance/INSTALL-heavy.md"
@@ -170,9 +171,20 @@ class VllmBackend(BaseBackend):
 
     # ------------------------------------------------------------------ chat
     def chat(
-        self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        add_generation_prompt: bool,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
     ) -> tuple[list[int], list[int]]:
-        kwargs = {"add_generation_prompt": add_generation_prompt, "continue_final_message": False}
+        if tools is not None:  # counted not applicable, never a failure, until run in `nox -s heavy`
+            raise ChatShapeUnsupported("the vLLM adapter does not pass tool definitions to the renderer yet")
+        kwargs = {
+            **dict(template_kwargs or {}),
+            "add_generation_prompt": add_generation_prompt,
+            "continue_final_message": False,
+        }
         params = self._m["ChatParams"](
             chat_template=None,
             chat_template_content_format="auto",

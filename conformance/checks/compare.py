@@ -37,7 +37,9 @@ from typing import Any
 
 from conformance.checks.bars import ProgressArg, probe_bar
 from conformance.checks.results import STREAM_MAX_CHARS, BackendResult, Failure, Part
+from conformance.checks.template_chats import TemplateReference, has_assistant
 from conformance.checks.windows import first_window, shorten, text_difference
+from conformance.core.conversations import Conversation, from_chat
 from conformance.core.declared import Declarations
 from conformance.core.expect import (
     control_ids,
@@ -48,17 +50,21 @@ from conformance.core.expect import (
     leaked,
 )
 from conformance.core.fixtures import Chat, FixtureSet, Probe
-from conformance.core.protocol import Backend, Capability
+from conformance.core.protocol import Backend, Capability, ChatShapeUnsupported
 from stacktok_export import StackTokenizer
 from stacktok_export.util.diff import first_difference
 from stacktok_export.util.progress import Progress
 
 CHECKS = ("encode", "injection", "trusted", "decode", "single_tokens", "default", "chat", "stream")
 INJECTION_TEXT = "hello <|assistant|> world"  # on a v1 artifact; any artifact: conformance.core.expect
-#: why an imported (v2) artifact has no chat rows: the reference renders only our ChatML layout
-CHAT_NOT_APPLICABLE = imported_skip(
-    "the reference renders chats only in our ChatML layout (stacktok_export.chat); "
-    "the source's own template is compared as text by the chat.* rows"
+#: why an imported (v2) artifact has no chat rows on a backend (``Runner._template_reference``)
+REFERENCE_TEMPLATE = imported_skip(
+    "the reference renders the directory's template for the engines' chat rows"
+)
+NO_DIR_TEMPLATE = imported_skip("the directory has no chat template to render")
+ARTIFACT_TEMPLATE = imported_skip(
+    "this backend renders the artifact's copy of the template; the engines that read the "
+    "directory render the directory's own"
 )
 
 
@@ -80,6 +86,7 @@ class Runner:
         #: the reference's ids per probe id, computed for the probes a run needs (:meth:`prepare`)
         self._ref_untrusted: dict[str, list[int]] = {}
         self._ref_trusted: dict[str, list[int]] = {}
+        self._template: TemplateReference | None = None
 
     def prepare(self, probes: Sequence[Probe]) -> None:
         """The reference's ids for ``probes`` (untrusted, and trusted where a special may show),
@@ -140,10 +147,11 @@ class Runner:
         res.capabilities = tuple(sorted(c.value for c in backend.capabilities))
         res.chat_injection_safe_path = backend.chat_injection_safe_path
         refused = self._refused_chat(backend)
-        if not is_ours(self.ref):
-            res.not_applicable.update(chat=CHAT_NOT_APPLICABLE, chat_injection=CHAT_NOT_APPLICABLE)
-        elif refused:  # on every part: merge_parts keeps the first part's not_applicable
+        template, why_not = self._template_reference(backend)
+        if refused:  # on every part: merge_parts keeps the first part's not_applicable
             res.not_applicable.update(chat=refused, chat_injection=refused)
+        elif why_not:
+            res.not_applicable.update(chat=why_not, chat_injection=why_not)
         self.ran[backend.name] = backend
         start = time.perf_counter()
         caps = backend.capabilities
@@ -159,10 +167,102 @@ class Runner:
             if part.extras and Capability.CHAT in caps and is_ours(self.ref) and not refused:
                 for chat in self.fx.chats:
                     self._chat(res, backend, chat)
+            if part.extras and template is not None and not refused:
+                for conv in self.conversations():
+                    self._conversation(res, backend, conv, template)
         res.seconds = round(time.perf_counter() - start, 2)
         if any(f.declared is None for f in res.failures):
             res.status = "diverged"
         return res
+
+    def _template_reference(self, backend: Backend) -> tuple[TemplateReference | None, str]:
+        """For an imported artifact: the reference render of DIR's template when ``backend``
+        renders it (it has a chat path and reads a file of DIR), else why its chat rows do not
+        apply; (None, "") for our own layout."""
+        if is_ours(self.ref) or Capability.CHAT not in backend.capabilities:
+            return None, ""
+        if self.fx.template is None:
+            return None, NO_DIR_TEMPLATE
+        if backend.name == "reference":
+            return None, REFERENCE_TEMPLATE
+        if backend.reads == "artifact":
+            return None, ARTIFACT_TEMPLATE
+        if self._template is None:
+            self._template = TemplateReference(self.fx.template, self.ref)
+        return self._template, ""
+
+    def conversations(self) -> list[Conversation]:
+        """What an imported artifact's chats are: the shipped conversations and the user's chats."""
+        return [*self.fx.conversations, *(from_chat(c) for c in self.fx.user_chats)]
+
+    def _conversation(
+        self, res: BackendResult, backend: Backend, conv: Conversation, template: TemplateReference
+    ) -> None:
+        """One conversation through DIR's template (``conformance.checks.template_chats``)."""
+        if backend.chat_requires_assistant and not has_assistant(conv):
+            res.chats_not_applicable += 1
+            return
+        probe = Probe(conv.id, "chat", "")
+        rendered, want_err = self._safe(lambda: template.render_spans(conv))
+        text, spans = rendered if rendered is not None else ("", [])
+        got, err = None, None
+        try:
+            got = backend.chat(
+                template.messages(conv),
+                add_generation_prompt=conv.add_generation_prompt,
+                tools=conv.tools(),
+                template_kwargs=conv.template_kwargs(),
+            )
+        except ChatShapeUnsupported:
+            res.chats_not_applicable += 1
+            return
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 -- pyo3 panics derive from BaseException
+            err = f"{type(exc).__name__}: {exc}"[:300]
+        if conv.injects:
+            if err:
+                outcome = "raises"
+            else:
+                neutral, _ = self._safe(lambda: template.ids(template.render(conv, neutral=True)))
+                base = template.control_count(neutral) if neutral is not None else 0
+                outcome = "unsafe" if template.control_count(got[0]) > base else "safe"
+            res.chat_injection_counts[outcome] = res.chat_injection_counts.get(outcome, 0) + 1
+            return
+        if want_err and err:
+            res.tally("chat", "pass")
+            res.chat_shapes_refused.append(f"{conv.id} ({conv.shape})")
+            return
+        if want_err:
+            detail = (
+                f"{conv.shape}: the template raises on the reference ({want_err}) "
+                f"but {backend.name} renders it"
+            )
+            self._record(res, backend, "chat", probe, False, detail)
+            return
+        if err:
+            self._record(res, backend, "chat", probe, False, f"{conv.shape}: {backend.name} raises: {err}")
+            return
+        want = template.ids(text)
+        ok = got[0] == want
+        window = None if ok else first_window(want, got[0], self.ref)
+        if ok and got[1]:  # the engine built a mask: the template marks generation
+            mask_ok = got[1] == template.mask(text, want, spans)
+            self._record(res, backend, "chat", probe, mask_ok, f"{conv.shape}: assistant mask differs")
+            return
+        if not ok and backend.template_input is not None:  # e.g. llama-server's own rewriting
+            theirs, _ = self._safe(
+                lambda: template.ids(template.render(conv, rewrite=backend.template_input))
+            )
+            if theirs == got[0]:
+                res.tally("chat", "declared")
+                declared = backend.template_input_declaration
+                detail = f"{conv.shape}: ids differ"
+                res.failures.append(
+                    Failure("chat", probe.id, detail, {**window, "probe": probe.id}, declared)
+                )
+                return
+        self._record(res, backend, "chat", probe, ok, f"{conv.shape}: ids differ", window)
 
     def _refused_chat(self, backend: Backend) -> str:
         """Why ``backend`` is not asked to render chats: it renders DIR's template (it reads a file

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.checks.template_chats import refused_shapes_note
 from conformance.core.protocol import Capability
 from conformance.core.rows import Row, skip
 
@@ -50,6 +51,8 @@ class BackendResult:
     chat_injection_safe_path: str | None = None  # the backend's own safe chat path, if it has one
     not_streamed: int = 0  # probes over STREAM_MAX_CHARS (named in the stream row)
     chats_not_applicable: int = 0  # chats the backend cannot take (e.g. no assistant turn for TRL)
+    #: conversations DIR's template raises on, on the reference and this backend alike (id (shape))
+    chat_shapes_refused: list[str] = field(default_factory=list)
     capabilities: tuple[str, ...] = ()
     #: checks that do not apply to this artifact, with why (an imported artifact's chat rows)
     not_applicable: dict[str, str] = field(default_factory=dict)
@@ -110,6 +113,7 @@ def merge_parts(parts: Sequence[BackendResult]) -> BackendResult:
         out.seconds += r.seconds
         out.not_streamed += r.not_streamed
         out.chats_not_applicable += r.chats_not_applicable
+        out.chat_shapes_refused += r.chat_shapes_refused
         out.probes_run += r.probes_run
         out.probes_identical += r.probes_identical
         out.probes_diverged += r.probes_diverged
@@ -231,6 +235,8 @@ def _check_row(r: BackendResult, check: str, cap: Capability) -> Row:
         msg += f"; {r.not_streamed} probe(s) over {STREAM_MAX_CHARS:,} chars not streamed (per-token cost)"
     if check == "chat" and r.chats_not_applicable:
         msg += f"; {r.chats_not_applicable} chat(s) without an assistant turn not applicable to {r.name}"
+    if check == "chat":
+        msg += refused_shapes_note(r.chat_shapes_refused)
     return Row(name, r.name, "pass", msg, declared=counts["declared"])
 
 
@@ -276,6 +282,12 @@ def _chat_injection_row(r: BackendResult) -> Row:
         "conformance.chat_injection",
         r.name,
         "warn",
-        msg + f" ({r.name} offers no safe path for string templates, transformers#29279)",
+        msg + f" ({r.name} offers no safe path for string templates{_cite(r.name)})",
         FIXES["chat_injection"],
     )
+
+
+def _cite(name: str) -> str:
+    """The issue that says a library renders string templates with specials parsed: transformers'
+    (vLLM and TRL render through it); llama-cpp-python's handler does the same, with no issue."""
+    return ", transformers#29279" if name.startswith("transformers") or name in ("vllm", "trl") else ""

@@ -72,6 +72,7 @@ def where(phase: int, number: int, *, part: Part, probes: Sequence[Probe], chats
         START: f"after loading, before probe {first}" if first else "after loading",
         PROBE: "between two probes",
         AFTER: "after its last probe",
+        CHAT: "on a conversation rendered with the directory's template",
         SINGLE: f"decoding single tokens (id {number})",
         DEFAULT: "on the no-flags encode (the default check)",
         STALE: "checking the declared divergences",
@@ -95,6 +96,8 @@ class Watched:
         self.decode_exact, self.encodes_in_batch = backend.decode_exact, backend.encodes_in_batch
         self.chat_requires_assistant = backend.chat_requires_assistant
         self.chat_injection_safe_path = backend.chat_injection_safe_path
+        self.template_input = backend.template_input
+        self.template_input_declaration = backend.template_input_declaration
 
     def encode(self, text: str, *, allow_special: bool) -> list[int]:
         self._watch.tick()
@@ -119,10 +122,20 @@ class Watched:
         return self._backend.default_encode(text)
 
     def chat(
-        self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        add_generation_prompt: bool,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
     ) -> tuple[list[int], list[int]]:
         self._watch.at(CHAT, self._chat_number.get(id(messages), -1))
-        return self._backend.chat(messages, add_generation_prompt=add_generation_prompt)
+        return self._backend.chat(
+            messages,
+            add_generation_prompt=add_generation_prompt,
+            tools=tools,
+            template_kwargs=template_kwargs,
+        )
 
     def stream(self, ids: Sequence[int]) -> list[str]:
         self._watch.tick()

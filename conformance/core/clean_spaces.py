@@ -1,4 +1,6 @@
-"""llama.cpp's ``clean_spaces`` pass, as ``llama_detokenize`` applies it to a decoded text.
+"""llama.cpp's ``clean_spaces`` pass, as ``llama_detokenize`` applies it to a decoded text; and
+transformers' ``clean_up_tokenization``, as ``decode`` applies it when a tokenizer sets
+``clean_up_tokenization_spaces`` (:func:`hf_clean_up`).
 
 ``llama_vocab::impl::detokenize`` (``src/llama-vocab.cpp``, llama.cpp vendored in
 llama-cpp-python 0.3.36) runs three in-place passes over the joined pieces when the
@@ -17,6 +19,11 @@ Hand-written because no library exposes the transform on its own: the declaratio
 only when the backend's bytes equal *exactly* this transform of the original bytes,
 so a different decode bug can never hide behind it. ``tests/test_llama_decode.py``
 pins it to the real ``llama_detokenize``.
+
+:func:`hf_clean_up` is ``PreTrainedTokenizerBase.clean_up_tokenization`` of transformers 4.57.6
+(ten ``str.replace`` calls). 4.57's ``PreTrainedTokenizerFast.decode`` applies it whenever the
+tokenizer's ``clean_up_tokenization_spaces`` is true; 5.x (measured 5.25.0) skips it for a BPE
+model with a warning ("Ignoring clean_up_tokenization_spaces=True for BPE tokenizer").
 
 Out of scope: the other detokenize options (``remove_special`` with add-BOS/EOS
 vocabularies, SentencePiece's leading-space removal).
@@ -75,3 +82,29 @@ def _drop_space_before_contraction(buf: bytearray, n: int) -> int:
         buf[total] = x
         total += 1
     return total
+
+
+#: ``clean_up_tokenization``'s replacements, in its order
+_HF_CLEAN_UP = (
+    (" .", "."),
+    (" ?", "?"),
+    (" !", "!"),
+    (" ,", ","),
+    (" ' ", "'"),
+    (" n't", "n't"),
+    (" 'm", "'m"),
+    (" 's", "'s"),
+    (" 've", "'ve"),
+    (" 're", "'re"),
+)
+
+
+def hf_clean_up(text: str) -> str:
+    """``text`` after transformers' ``clean_up_tokenization``.
+
+    >>> hf_clean_up("x != y , z . I 'm")
+    "x!= y, z. I'm"
+    """
+    for old, new in _HF_CLEAN_UP:
+        text = text.replace(old, new)
+    return text

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.core.checkpoint_template import DirTemplate
+from conformance.core.conversations import Conversation, load_conversations
 from conformance.core.errors import FixtureError
 from stacktok_export.chat.chat import ChatFormatError, _check_message
 from stacktok_export.util import limits
@@ -271,6 +273,14 @@ class FixtureSet:
     #: why no engine may render DIR's chat templates ("" renders as usual): the reference's
     #: bounded render ran out of its budget (``conformance.validate.template.template_refusal``)
     refused_template: str = ""
+    #: conversations in the shapes clients send (``fixtures/conversations.jsonl``), rendered with
+    #: DIR's own template for an imported artifact (``conformance.checks.chats``)
+    conversations: list[Conversation] = field(default_factory=list)
+    #: DIR's chat template as transformers uses it (``conformance.core.checkpoint_template``), set
+    #: by the plan; None without a directory or a template
+    template: DirTemplate | None = None
+    #: the chats of the user's ``--chats`` files (also in ``chats``)
+    user_chats: list[Chat] = field(default_factory=list)
 
     def generator_seeds(self) -> list[str]:
         """Seeds of generated probes (from their ``source``), for reproducible reports."""
@@ -293,8 +303,15 @@ class FixtureSet:
             fs.probes += load_probes(path, data=fs._read(path))
         for path in map(Path, texts):
             fs.probes += text_probes(path, data=fs._read(path))
-        for path in [*chat_files, *map(Path, chats)]:
+        for path in chat_files:
             fs.chats += load_chats(path, data=fs._read(path))
+        for path in map(Path, chats):
+            fs.user_chats += load_chats(path, data=fs._read(path))
+        fs.chats += fs.user_chats
+        conversations = FIXTURES / "conversations.jsonl"
+        if shipped and conversations.is_file():
+            data = fs._read(conversations)
+            fs.conversations = load_conversations(conversations, list(_lines(conversations, data)))
         div = FIXTURES / "divergences.jsonl"
         if div.is_file():
             fs.divergences = load_divergences(div, data=fs._read(div))

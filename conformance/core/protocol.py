@@ -16,8 +16,12 @@ flags; it never adds BOS/EOS and never "fixes" output.
 - ``decode_bytes(ids)``: the exact bytes of ``ids``; specials as their text.
 - ``default_encode(text)``: the backend's behaviour with no flags at all --
   recorded (safe or unsafe) so a release that changes a default shows up.
-- ``chat(messages, *, add_generation_prompt)``: ``(ids, assistant_mask)``
-  through the backend's own chat path (``CHAT`` capability).
+- ``chat(messages, *, add_generation_prompt, tools=None, template_kwargs=None)``:
+  ``(ids, assistant_mask)`` through the backend's own chat path (``CHAT`` capability):
+  messages in the OpenAI wire format, function definitions, the template's own keyword
+  arguments (``enable_thinking``); the mask is ``[]`` where the template marks no generation.
+  A shape the library's path cannot take at all raises :class:`ChatShapeUnsupported` (counted
+  as not applicable, never a failure).
 - ``stream(ids)``: the text pieces the backend's incremental detokenizer emits,
   one call per token (``STREAM`` capability).
 
@@ -35,6 +39,12 @@ Traits (data, never probed with ``getattr``):
   special strings as text, or None when the library offers no such path
   (string templates, transformers#29279): then an unsafe chat is a warning
   with the safe alternative, else a failure.
+- ``template_input`` / ``template_input_declaration``: how the backend's chat path rewrites a
+  conversation before the template sees it, beyond what transformers does (``(messages, now) ->
+  (messages, extra context)``, e.g. llama-server joins typed text parts, parses tool-call
+  arguments and passes today's ``date_string``), and the declared divergence a chat difference
+  counts as when the reference rendered from that input gives exactly the backend's ids;
+  None / "" otherwise.
 - ``reads``: the export file the backend loads, one of :data:`EXPORT_FILES` --
   ``"artifact"`` (built in memory from the frozen artifact), ``"tokenizer.json"``
   (the HF export directory), ``".gguf"`` or ``".tiktoken"``. The gate judges an
@@ -55,7 +65,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 #: the export files a backend can read (its ``reads`` trait)
 EXPORT_FILES = ("artifact", "tokenizer.json", ".gguf", ".tiktoken")
@@ -69,6 +79,10 @@ class Capability(str, enum.Enum):
     DEFAULT = "default"  # default_encode is recorded (safe/unsafe)
     CHAT = "chat"  # chat ids and loss mask equal render_conversation
     STREAM = "stream"  # incremental detokenization concatenates to the full decode
+
+
+class ChatShapeUnsupported(NotImplementedError):
+    """The backend's chat path has no way to pass this conversation's shape (e.g. tools)."""
 
 
 class BackendMissing(RuntimeError):
@@ -88,6 +102,8 @@ class Backend(Protocol):
     encodes_in_batch: bool
     chat_requires_assistant: bool
     chat_injection_safe_path: str | None
+    template_input: Any
+    template_input_declaration: str
     reads: str  # one of EXPORT_FILES
 
     def encode(self, text: str, *, allow_special: bool) -> list[int]: ...
@@ -99,7 +115,12 @@ class Backend(Protocol):
     def default_encode(self, text: str) -> list[int]: ...
 
     def chat(
-        self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        add_generation_prompt: bool,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
     ) -> tuple[list[int], list[int]]: ...
 
     def stream(self, ids: Sequence[int]) -> list[str]: ...

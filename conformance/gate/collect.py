@@ -50,7 +50,7 @@ def collect_rows(
     def static() -> None:  # in this process while the backends' workers run (checks/forked.py)
         say("static checks")
         rows.extend(files.skip_rows() if files is not None else [])
-        rows.extend(run_static(plan.exports, plan.ref, files=files))
+        rows.extend(run_static(plan.exports, plan.ref, files=files, probes=plan.fixtures.probes))
         rows.extend(surface_rows(plan.exports, plan.ref, files=files))
 
     say(

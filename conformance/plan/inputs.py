@@ -36,6 +36,7 @@ from pathlib import Path
 
 from conformance.backends import shared_reference, unavailable_backends
 from conformance.core.arguments import artifact_path
+from conformance.core.checkpoint_template import dir_template
 from conformance.core.errors import UsageError
 from conformance.core.fixtures import FixtureSet
 from conformance.core.hub import Target, resolve_target
@@ -143,7 +144,11 @@ def plan_inputs(
     reads += [f.path for f in files.hf.values()]  # a Hub snapshot's files are blobs: resolved there
     check_outputs(directory, outputs, reads=reads, tool=tool)
     # a template that ran out of its budget in validation's render: no engine is asked to render it
-    fixture_set = replace(fixture_set, refused_template=template_refusal(files))
+    fixture_set = replace(
+        fixture_set,
+        refused_template=template_refusal(files),
+        template=dir_template({n: f.value for n, f in files.hf.items()}),
+    )
     unavailable = () if selection is None else _unavailable(selection, exports)
     return Plan(
         artifact=chosen,

@@ -99,6 +99,33 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def await_health(
+    proc: subprocess.Popen,
+    server: Any,
+    *,
+    t0: float,
+    timeout: float,
+    what: str,
+    failed: Callable[[Any, str], Exception],
+    poll: float = 0.5,
+) -> None:
+    """Poll ``server.url``'s ``/health`` until it answers, recording ``server.tree`` (the process
+    tree, for the stop's scan) and ``server.startup_seconds``; raise ``failed(server, why)`` when
+    ``proc`` exits first or ``timeout`` seconds from ``t0`` pass."""
+    deadline = t0 + timeout
+    while True:
+        if proc.poll() is not None:
+            raise failed(server, f"{what} exited with code {proc.returncode} before answering /health")
+        if time.monotonic() > deadline:
+            raise failed(server, f"{what} gave no /health within {timeout:.0f}s")
+        if healthy(server.url, timeout=2):
+            break
+        server.tree |= process_tree(proc.pid, proc_table())
+        time.sleep(poll)
+    server.startup_seconds = time.monotonic() - t0
+    server.tree |= process_tree(proc.pid, proc_table())
+
+
 def _stop(proc: subprocess.Popen, server: Server, term_timeout: float, kill_timeout: float) -> None:
     """SIGTERM the group, SIGKILL after ``term_timeout``, then record anything left in ``server.stray``."""
     root = proc.pid
@@ -189,20 +216,7 @@ def serve(
     restore = exit_on_sigterm()
     try:
         say(f"served: vLLM server pid {proc.pid} starting on 127.0.0.1:{port}")
-        deadline = t0 + timeout
-        while True:
-            if proc.poll() is not None:
-                raise _failed_start(
-                    server, f"vLLM server exited with code {proc.returncode} before answering /health"
-                )
-            if time.monotonic() > deadline:
-                raise _failed_start(server, f"vLLM server gave no /health within {timeout:.0f}s")
-            if healthy(server.url, timeout=2):
-                break
-            server.tree |= process_tree(proc.pid, proc_table())
-            time.sleep(0.5)
-        server.startup_seconds = time.monotonic() - t0
-        server.tree |= process_tree(proc.pid, proc_table())
+        await_health(proc, server, t0=t0, timeout=timeout, what="vLLM server", failed=_failed_start)
         with contextlib.suppress(Exception):
             server.version = str(server.request("/version", timeout=10).get("version", ""))
         say(f"served: vLLM {server.version} ready in {server.startup_seconds:.1f}s")

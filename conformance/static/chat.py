@@ -3,7 +3,12 @@ sandbox, rendering the trained format, and marking assistant turns for assistant
 
 Two templates with different text that render the sample chats identically *warn*; chat
 templates that reach for Python internals fail; templates without ``{% generation %}`` fail
-(TRL PR#4201). The GGUF's ``tokenizer.chat_template`` is compared with the Hugging Face one.
+(TRL PR#4201) in our layout, and warn on an imported artifact (a stock template almost never
+has them; only assistant-only fine-tuning is affected: the fix points to a training template).
+An imported artifact's template must end an assistant turn with a control token
+(``chat.turn_end``, ``conformance.static.turns``). Every render gets the tokenizer's named
+special tokens (``bos_token``, ...), as transformers passes them. The GGUF's
+``tokenizer.chat_template`` is compared with the Hugging Face one.
 Without jinja2 nothing can be rendered: each row that needs a render is ``missing`` (the
 verdict is then INCOMPLETE, never a pass on a template nobody rendered).
 
@@ -23,10 +28,15 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from conformance.core.checkpoint_template import chat_template
 from conformance.core.expect import is_ours
 from conformance.core.rows import FILES, Row, row, skip
-from conformance.static.context import StaticContext, chat_template
+from conformance.static.context import StaticContext
+from conformance.static.turns import turn_end_row
 from stacktok_export.chat.chat import render_text
+
+#: where assistant-only loss gets its markers when the stock template has none
+TRAINING_TEMPLATES = "TRL ships *_training.jinja variants in trl/chat_templates/, e.g. llama3_training.jinja"
 
 
 def check_chat_files(ctx: StaticContext) -> list[Row]:
@@ -48,30 +58,23 @@ def check_chat_files(ctx: StaticContext) -> list[Row]:
                 "tokenizer_config.json chat_template and chat_template.jinja",
                 "make both the exported template (transformers uses the .jinja file, tools that read "
                 "tokenizer_config.json the other)",
+                variables=ctx.template_vars,
             )
         )
     else:
         out.append(skip("chat.template_files_agree", f"one template only ({ctx.template_source})"))
     if not is_ours(ctx.ref):
-        out.append(_matches_source(ctx.template, source))
+        out.append(_matches_source(ctx.template, source, variables=ctx.template_vars))
     out.append(
         _stopped_row(stopped)
         if stopped
-        else _template_sandboxed(ctx.template, source=source, ours=is_ours(ctx.ref))
-    )
-    as_source = source is not None and not _has_generation(source)
-    out.append(
-        row(
-            "chat.generation_markers",
-            _has_generation(ctx.template),
-            "template has no {% generation %} markers: assistant-only loss trains on nothing (TRL PR#4201)"
-            + (" -- the source's own template has none either" if as_source else ""),
-            "wrap assistant content and <|end|> in {% generation %}...{% endgeneration %}"
-            if is_ours(ctx.ref)
-            else "wrap each assistant turn in {% generation %}...{% endgeneration %} for assistant-only loss",
-            warn=as_source,
+        else _template_sandboxed(
+            ctx.template, source=source, ours=is_ours(ctx.ref), variables=ctx.template_vars
         )
     )
+    out.append(_generation_markers(ctx))
+    if not is_ours(ctx.ref):
+        out.append(turn_end_row(ctx))
     if ctx.gguf_ok():
         out.append(
             _same_template(
@@ -80,11 +83,40 @@ def check_chat_files(ctx: StaticContext) -> list[Row]:
                 ctx.template,
                 f"the GGUF's tokenizer.chat_template and the HF one ({ctx.template_source})",
                 ctx.gguf_fix,
+                variables=ctx.template_vars,
             )
         )
     else:
         out.append(skip("gguf.chat_template", ctx.no_gguf()))
     return out
+
+
+def _generation_markers(ctx: StaticContext) -> Row:
+    """Our layout ships ``{% generation %}`` (its absence fails). A checkpoint built on another
+    tokenizer ships its publisher's template, which almost never has them: serving is unaffected,
+    only assistant-only fine-tuning is -- a warning pointing to a training template."""
+    template = ctx.template or ""
+    if is_ours(ctx.ref):
+        return row(
+            "chat.generation_markers",
+            _has_generation(template),
+            "template has no {% generation %} markers: assistant-only loss trains on nothing (TRL PR#4201)",
+            "wrap assistant content and <|end|> in {% generation %}...{% endgeneration %}",
+        )
+    if _has_generation(template):
+        return Row(
+            "chat.generation_markers", FILES, "pass", "assistant turns are marked with {% generation %}"
+        )
+    return Row(
+        "chat.generation_markers",
+        FILES,
+        "warn",
+        f"{ctx.template_source} has no {{% generation %}} markers (as most stock templates): "
+        "return_assistant_tokens_mask / TRL's assistant_only_loss give an all-zero mask (trl#4201) -- "
+        "affects assistant-only fine-tuning only; serving is unaffected",
+        f"for assistant-only loss, train with a template that wraps each assistant turn in "
+        f"{{% generation %}}...{{% endgeneration %}} ({TRAINING_TEMPLATES}); keep this one for serving",
+    )
 
 
 def _no_template(ctx: StaticContext) -> Row:
@@ -142,8 +174,11 @@ def _not_rendered(check: str) -> Row | None:
     )
 
 
-def _same_template(check: str, a: Any, b: Any, what: str, fix: str) -> Row:
-    """Identical text passes; different text that renders every sample chat identically warns."""
+def _same_template(
+    check: str, a: Any, b: Any, what: str, fix: str, *, variables: tuple[tuple[str, str], ...] = ()
+) -> Row:
+    """Identical text passes; different text that renders every sample chat identically (with the
+    tokenizer's special tokens, ``variables``) warns."""
     if a == b:
         return Row(check, FILES, "pass", "ok")
     if not isinstance(a, str) or not isinstance(b, str):
@@ -153,7 +188,7 @@ def _same_template(check: str, a: Any, b: Any, what: str, fix: str) -> Row:
         return missing
     from conformance.core.template import try_template
 
-    first, second = try_template(a), try_template(b)
+    first, second = try_template(a, variables=variables), try_template(b, variables=variables)
     stopped = first.stopped or second.stopped
     # a template that cannot render differs (see chat.template_sandboxed)
     same = not stopped and all(
@@ -171,7 +206,7 @@ def _has_generation(template: str) -> bool:
     return "{% generation %}" in template.replace("{%-", "{%").replace("-%}", "%}")
 
 
-def _matches_source(template: str, source: str | None) -> Row:
+def _matches_source(template: str, source: str | None, *, variables: tuple[tuple[str, str], ...] = ()) -> Row:
     """An imported artifact: the directory's template is the source's (text, or the same renders)."""
     if source is None:
         return Row(
@@ -188,17 +223,27 @@ def _matches_source(template: str, source: str | None) -> Row:
         source,
         "the directory's chat template and the source's (in the artifact)",
         "ship the source's template: `stacktok export --artifact A.json` writes it",
+        variables=variables,
     )
 
 
-def _template_sandboxed(template: str, *, source: str | None = None, ours: bool = True) -> Row:
-    """Render the template the way transformers does (immutable sandbox) on a plain conversation."""
+def _template_sandboxed(
+    template: str,
+    *,
+    source: str | None = None,
+    ours: bool = True,
+    variables: tuple[tuple[str, str], ...] = (),
+) -> Row:
+    """Render the template the way transformers does (immutable sandbox, the tokenizer's special
+    tokens) on a plain conversation."""
     missing = _not_rendered("chat.template_sandboxed")
     if missing is not None:
         return missing
     from conformance.core.template import sample_messages, try_template
 
-    trial = try_template(template)  # SAMPLE_CHATS[0]: the plain system/user/assistant chat
+    trial = try_template(
+        template, variables=variables
+    )  # SAMPLE_CHATS[0]: the plain system/user/assistant chat
     if trial.stopped:
         return _stopped_row([trial.stopped_line("the chat template")])
     plain = trial.renders[0]
@@ -218,7 +263,7 @@ def _template_sandboxed(template: str, *, source: str | None = None, ours: bool 
     elif source is None:
         return Row("chat.template_sandboxed", FILES, "pass", "renders in the sandbox")
     else:
-        theirs = try_template(source)  # the source's template may not render a plain chat
+        theirs = try_template(source, variables=variables)  # the source's may not render a plain chat
         expect = theirs.renders[0].text if theirs.renders else None
         if expect is None:
             return Row("chat.template_sandboxed", FILES, "pass", "renders in the sandbox")

@@ -8,6 +8,13 @@ Ranges are ranges (``vocab_size >= 32768``: embeddings are padded); a post-proce
 adds no ids is not a double BOS. :func:`check_config` also runs the Hugging Face file checks
 (``conformance.static.hf_files``), in the gate's row order.
 
+An imported (v2) artifact is judged as its publisher ships it: every eos id a file names must be
+a control token (lists are normal: an Instruct model stops at its end of turn and at end of
+text), generation must stop at the source's eos *and* at the id the checkpoint's own template
+ends an assistant turn with, and -- with a template -- BOS/EOS are judged on what each path feeds
+the model (``conformance.static.turns``). A fix adds what is missing and never tells an Instruct
+model to drop its end-of-turn id.
+
 Out of scope: model weights and architecture config beyond ``vocab_size`` and the special
 ids; the tokens' text and flags (``conformance.static.hf_files``, ``conformance.static.surface``).
 """
@@ -16,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.core.expect import is_ours, role_id, role_token, stop_ids
+from conformance.core.expect import control_ids, is_ours, role_id, role_token, stop_ids
 from conformance.core.rows import FILES, Row, row, skip
 from conformance.static.context import StaticContext
 from conformance.static.hf_files import (
@@ -25,6 +32,7 @@ from conformance.static.hf_files import (
     tokenizer_config_checks,
     tokenizer_json_checks,
 )
+from conformance.static.turns import bos_row, turn_end_id
 
 
 def _token_id(ctx: StaticContext, value: Any) -> int | None:
@@ -107,6 +115,9 @@ def _special_id_checks(ctx: StaticContext) -> list[Row]:
         if not want[key]:
             out.append(_no_role_row(key, places))
             continue
+        if key == "eos" and not is_ours(ctx.ref):
+            out.append(_eos_ids(ctx, places))
+            continue
         bad = [(n, v) for n, v in places if not _id_in(v, want[key])]
         # a model config's pad id only pads batched generation; the tokenizer's pad is what training uses
         soft = key == "pad" and all(n in ("config.json", "generation_config.json") for n, _ in bad)
@@ -157,6 +168,52 @@ def _special_id_checks(ctx: StaticContext) -> list[Row]:
     return out
 
 
+#: the key that names the eos in each file
+_EOS_KEY = {
+    "tokenizer_config.json": "eos_token",
+    "special_tokens_map.json": "eos_token",
+    "config.json": "eos_token_id",
+    "generation_config.json": "eos_token_id",
+    "GGUF": "tokenizer.ggml.eos_token_id",
+}
+
+
+def _eos_ids(ctx: StaticContext, places: list[tuple[str, Any]]) -> Row:
+    """An imported artifact: every eos id a file names is a control token of the source -- a list
+    is normal (an Instruct model stops at its end of turn and at end of text: Llama 3.1 ships
+    ``[128001, 128008, 128009]``), and files may name different ones (``eos_token`` ``<|eot_id|>``
+    beside the source's ``<|end_of_text|>``). Whether generation stops at the end of a turn is
+    ``config.eos_stops_turns``; an id that is ordinary text or unknown fails here (GPT-2's and
+    Qwen2's ``<|endoftext|>`` is bos and eos at once: a control token, so it passes)."""
+    ref = ctx.ref
+    stops = sorted(stop_ids(ref) | {i for i in [turn_end_id(ctx)] if i is not None})
+    controls = control_ids(ref)
+    named = ", ".join(f"{n}={v}" for n, v in places)
+    bad = [(n, i) for n, v in places for i in (v if isinstance(v, list) else [v]) if i not in controls]
+    if not bad:
+        return Row(
+            "config.eos_id", FILES, "pass", f"every eos id is a control token: {named or 'none named'}"
+        )
+    n, i = bad[0]
+    what = "names no token of the artifact" if i in (None, -1) else f"is {i} ({_describe(ctx, i)})"
+    listed = ", ".join(f"{_describe(ctx, s)} ({s})" for s in stops)
+    return Row(
+        "config.eos_id",
+        FILES,
+        "fail",
+        f"{n} {_EOS_KEY[n]} {what}: generation would stop on it, or never -- eos ids: {named}",
+        f"set {n} {_EOS_KEY[n]} to a token the model ends with: {listed}",
+    )
+
+
+def _describe(ctx: StaticContext, i: Any) -> str:
+    if i in ctx.ref.id_to_special:
+        return ctx.ref.id_to_special[i]
+    if isinstance(i, int) and 0 <= i < ctx.ref.vocab_size:
+        return "ordinary text"
+    return "not an id of the artifact"
+
+
 def _no_role_row(key: str, places: list[tuple[str, Any]]) -> Row:
     """An imported artifact without ``key``'s role: nothing to compare, unless a file names one."""
     if not places:
@@ -173,10 +230,13 @@ def _no_role_row(key: str, places: list[tuple[str, Any]]) -> Row:
 
 
 def _eos_stops_turns(ctx: StaticContext, gen: dict[str, Any], eos: int | None, end: int | None) -> Row:
+    ours = is_ours(ctx.ref)
+    turn = None if ours else turn_end_id(ctx)  # v2: the id the checkpoint's template ends a turn with
+    if turn is not None and turn not in (eos, end):
+        return _stops_at_turn_end(ctx, gen, sorted(i for i in (eos, end, turn) if i is not None), turn)
     stops = sorted(i for i in (eos, end) if i is not None)
     if not stops:
         return skip("config.eos_stops_turns", "the artifact records no eos or end-of-turn role")
-    ours = is_ours(ctx.ref)
     named = "<|eos|>" if ours else role_token(ctx.ref, "eos")
     both = (
         "both <|eos|> and <|end|>"
@@ -214,6 +274,44 @@ def _eos_stops_turns(ctx: StaticContext, gen: dict[str, Any], eos: int | None, e
     )
 
 
+def _stops_at_turn_end(ctx: StaticContext, gen: dict[str, Any], stops: list[int], turn: int) -> Row:
+    """An imported artifact whose template ends an assistant turn with ``turn``: that id and the
+    source's eos must all be in ``generation_config.json`` ``eos_token_id`` (vLLM and transformers
+    stop there; a list is normal). The fix adds what is missing and keeps every id listed."""
+    name = ctx.ref.id_to_special.get(turn, str(turn))
+    if ctx.files.get("generation_config.json") is None:
+        return Row(
+            "config.eos_stops_turns",
+            FILES,
+            "fail",
+            f"no generation_config.json: vLLM and transformers stop only at the tokenizer's eos, while "
+            f"{ctx.template_source} ends an assistant turn with {turn} {name} (vllm#4180)",
+            f"add generation_config.json with eos_token_id {stops}",
+        )
+    gen_eos = gen.get("eos_token_id")
+    listed = gen_eos if isinstance(gen_eos, list) else [gen_eos] if gen_eos is not None else []
+    missing = [i for i in stops if i not in listed]
+    if not missing:
+        return Row(
+            "config.eos_stops_turns",
+            FILES,
+            "pass",
+            f"generation_config.json eos_token_id {gen_eos} stops at the end of a turn ({turn} {name}, "
+            f"the id {ctx.template_source} ends an assistant turn with) and at the source's eos",
+        )
+    names = ", ".join(f"{i} {ctx.ref.id_to_special.get(i, '')}".strip() for i in missing)
+    return Row(
+        "config.eos_stops_turns",
+        FILES,
+        "fail",
+        f"generation_config.json eos_token_id is {gen_eos}, without {names}: {ctx.template_source} ends an "
+        f"assistant turn with {turn} {name}, so generation runs past the end of the turn "
+        "(llama.cpp#6772, vllm#4180)",
+        f"add {', '.join(map(str, missing))} to generation_config.json eos_token_id: "
+        f"{[*listed, *missing]} (keep every id it lists)",
+    )
+
+
 def _id_in(value: Any, allowed: set[int]) -> bool:
     values = value if isinstance(value, list) else [value]
     return bool(values) and all(v in allowed for v in values)
@@ -221,8 +319,9 @@ def _id_in(value: Any, allowed: set[int]) -> bool:
 
 def _bos_checks(ctx: StaticContext) -> list[Row]:
     tcfg, tj = ctx.obj("tokenizer_config.json"), ctx.obj("tokenizer.json")
-    if not is_ours(ctx.ref):
-        return [_bos_as_source(ctx, tcfg, tj)]
+    if not is_ours(ctx.ref):  # with a template: judged on what each path feeds (static.turns)
+        judged = bos_row(ctx) if ctx.template is not None else None
+        return [judged or _bos_as_source(ctx, tcfg, tj)]
     adders = []
     if tcfg.get("add_bos_token") or tcfg.get("add_eos_token"):
         adders.append("tokenizer_config add_bos_token/add_eos_token")

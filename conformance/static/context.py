@@ -4,7 +4,8 @@
 reference tokenizer; each static check (``conformance.static.provenance``, ``.config``,
 ``.hf_files``, ``.chat``, ``.gguf``) takes it and returns rows. A file that is absent
 is ``None``; an unreadable GGUF is recorded (``__missing__`` / ``__error__``) for the
-checks to report.
+checks to report. It also carries the run's probes (for a setting judged by what it does to
+them) and the special tokens a chat template renders with (:func:`template_variables`).
 
 Out of scope: schema errors in the files (``conformance.validate`` reports them before this
 runs); the checks themselves.
@@ -12,9 +13,11 @@ runs); the checks themselves.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from conformance.core.checkpoint_template import chat_template, template_variables
 from conformance.core.layout import Exports, file_json, file_text, gguf_fields, gguf_tensors
 from conformance.static.surface.gguf import gguf_fix
 from stacktok_export import StackTokenizer
@@ -31,9 +34,14 @@ JSON_FILES = (
 class StaticContext:
     """Everything a static check needs, read once."""
 
-    def __init__(self, exports: Exports, ref: StackTokenizer, *, files: Any = None) -> None:
+    def __init__(
+        self, exports: Exports, ref: StackTokenizer, *, files: Any = None, probes: Sequence[Any] = ()
+    ) -> None:
         #: what validation read (``conformance.validate.Validated``): files come from it, not the disk
         self.read = files
+        #: the run's probes (``conformance.core.fixtures.Probe``: ``id``, ``text``), for the rows that
+        #: judge a setting by what it does to them (``config.clean_up_spaces``)
+        self.probes = probes
         self.x = exports
         self.ref = ref
         self.ids = dict(ref.special_to_id)
@@ -59,6 +67,11 @@ class StaticContext:
         """How to repair the GGUF's tokenizer metadata: re-export it, or retokenize a model GGUF."""
         return gguf_fix(self.x.gguf, model=bool(self.gguf_tensors))
 
+    @property
+    def template_vars(self) -> tuple[tuple[str, str], ...]:
+        """The special tokens a chat template renders with (:func:`template_variables`)."""
+        return template_variables(self.obj("tokenizer_config.json"), self.obj("special_tokens_map.json"))
+
     def obj(self, name: str) -> dict[str, Any]:
         data = self.files.get(name)
         return data if isinstance(data, dict) else {}
@@ -74,21 +87,6 @@ class StaticContext:
         if self.gguf is None:
             return "no .gguf file"
         return self.gguf.get("__missing__") or self.gguf.get("__error__", "")
-
-
-def chat_template(tcfg: dict[str, Any], jinja: str | None) -> tuple[str | None, str]:
-    """The template transformers uses, and where it came from: ``chat_template.jinja`` first,
-    then ``tokenizer_config.json`` ``chat_template`` (a string, or the ``default`` of a named list)."""
-    if jinja is not None:
-        return jinja, "chat_template.jinja"
-    inline = tcfg.get("chat_template")
-    if isinstance(inline, str):
-        return inline, "tokenizer_config.json chat_template"
-    if isinstance(inline, list):
-        named = {t.get("name"): t.get("template") for t in inline if isinstance(t, dict)}
-        if isinstance(named.get("default"), str):
-            return named["default"], "tokenizer_config.json chat_template['default']"
-    return None, ""
 
 
 def _read_gguf(path: Path) -> dict[str, Any]:

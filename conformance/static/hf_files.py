@@ -7,6 +7,13 @@ that read the file). Hard faults fail: specials without ``special=true`` or with
 lstrip/rstrip, ``clean_up_tokenization_spaces`` (transformers PR#44914), 5.x-only configs
 (transformers#47553), custom code (``auto_map``).
 
+A checkpoint built on another tokenizer (an imported artifact) is judged as its publisher ships
+it, by who is affected: ``clean_up_tokenization_spaces: true`` fails only when it changes the
+decode of a probe *and* the installed transformers applies it (4.x; 5.x skips it for BPE), else it
+warns naming transformers 4.x users; a 5.x-only ``tokenizer_class`` (``TokenizersBackend``, what
+5.x's ``save_pretrained`` writes) fails only when the installed transformers is below 5, else it
+warns naming the users below 5.0.
+
 Out of scope: the tokens' ids and text (``conformance.static.surface``); the special ids'
 roles (``conformance.static.config``); the chat template (``conformance.static.chat``).
 """
@@ -16,6 +23,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from conformance.core.clean_spaces import hf_clean_up
+from conformance.core.environment import installed
 from conformance.core.expect import is_ours
 from conformance.core.rows import FILES, Row, row, skip
 from conformance.static.context import StaticContext
@@ -160,7 +169,9 @@ def tokenizer_config_checks(ctx: StaticContext) -> list[Row]:
     clean = tcfg.get("clean_up_tokenization_spaces")
     max_len = tcfg.get("model_max_length")
     out = [
-        row(
+        _clean_up_as_published(ctx)
+        if clean is True and not is_ours(ctx.ref)
+        else row(
             "config.clean_up_spaces",
             clean is False,
             f"clean_up_tokenization_spaces is {clean!r}: decode may rewrite 'x != y' to 'x!= y'"
@@ -201,11 +212,67 @@ def tokenizer_config_checks(ctx: StaticContext) -> list[Row]:
     return out
 
 
+def _transformers_major() -> tuple[str | None, int | None]:
+    """The installed transformers' version and major (``None, None`` when it is not installed)."""
+    found = installed("transformers")
+    head = (found or "").split(".")[0]
+    return found, int(head) if head.isdigit() else None
+
+
+def _clean_up_as_published(ctx: StaticContext) -> Row:
+    """``clean_up_tokenization_spaces: true`` on an imported artifact (Meta's Llama 3.x ships it):
+    the probes whose decode it changes decide, and who applies it (module docstring)."""
+    check = "config.clean_up_spaces"
+    changed = next((p for p in ctx.probes if hf_clean_up(p.text) != p.text), None)
+    if changed is None:
+        return Row(
+            check,
+            FILES,
+            "pass",
+            f"clean_up_tokenization_spaces is true; no probe's decode changes ({len(ctx.probes)} probes)",
+        )
+    text = changed.text
+    at = next(i for i, (a, b) in enumerate(zip(text, hf_clean_up(text))) if a != b) if text else 0
+    snippet = text[max(0, at - 20) : at + 20]
+    version, major = _transformers_major()
+    what = (
+        f"tokenizer_config.json clean_up_tokenization_spaces is true: transformers 4.x decode rewrites "
+        f"probe {changed.id} ({snippet!r} -> {hf_clean_up(snippet)!r})"
+    )
+    fix = "set clean_up_tokenization_spaces to false in tokenizer_config.json (transformers PR#44914)"
+    if major is not None and major < 5:
+        return Row(check, FILES, "fail", f"{what}, and transformers {version} is installed here", fix)
+    here = (
+        f"transformers {version} here skips it for BPE" if version else "transformers is not installed here"
+    )
+    return Row(check, FILES, "warn", f"{what} -- affects users below transformers 5.0 ({here})", fix)
+
+
+def _loads_only_in_5x(cls: Any, listed: bool) -> Row:
+    """An imported artifact's 5.x-only tokenizer_class (5.x's ``save_pretrained`` writes
+    ``TokenizersBackend``): a warning naming users below 5.0, a failure where 4.x is installed."""
+    what = f"tokenizer_class {cls!r}" + (" and list-valued extra_special_tokens" if listed else "")
+    version, major = _transformers_major()
+    message = f"transformers 4.57 cannot load {what} (transformers#47553): users below 5.0 cannot load it"
+    fix = (
+        "to support transformers < 5, set tokenizer_class to PreTrainedTokenizerFast in tokenizer_config.json"
+        + (" and rename the list extra_special_tokens to additional_special_tokens" if listed else "")
+    )
+    if major is not None and major < 5:
+        return Row(
+            "config.loads_in_4x", FILES, "fail", f"{message}; transformers {version} is installed here", fix
+        )
+    here = f"transformers {version} here loads it" if version else "transformers is not installed here"
+    return Row("config.loads_in_4x", FILES, "warn", f"{message} ({here})", fix)
+
+
 def _loads_in_4x(tcfg: dict[str, Any], *, ours: bool = True) -> Row:
     cls = tcfg.get("tokenizer_class")
     listed = isinstance(tcfg.get("extra_special_tokens"), list)
     if cls in CLASSES_4X and not listed:
         return Row("config.loads_in_4x", FILES, "pass", "ok")
+    if not ours and (cls in CLASSES_5X_ONLY or (listed and isinstance(cls, str))):
+        return _loads_only_in_5x(cls, listed)
     if not ours and isinstance(cls, str) and cls not in CLASSES_5X_ONLY and not listed and _in_4x(cls):
         return Row("config.loads_in_4x", FILES, "pass", f"{cls} is a transformers 4.x class")
     if cls is None:

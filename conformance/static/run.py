@@ -13,7 +13,7 @@ behaviour (``conformance.gate.behaviour``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from conformance.core.layout import Exports
@@ -34,10 +34,13 @@ STATIC_CHECKS: tuple[Callable[[StaticContext], list[Row]], ...] = (
 )
 
 
-def run_static(exports: Exports, ref: StackTokenizer, *, files: Any = None) -> list[Row]:
+def run_static(
+    exports: Exports, ref: StackTokenizer, *, files: Any = None, probes: Sequence[Any] = ()
+) -> list[Row]:
     """Every static row, in the gate's order; ``files`` is what validation read (each file is then
-    taken from it, not read again)."""
-    ctx = StaticContext(exports, ref, files=files)
+    taken from it, not read again); ``probes`` are the run's probes (a setting judged by what it
+    does to them)."""
+    ctx = StaticContext(exports, ref, files=files, probes=probes)
     out: list[Row] = []
     for fn in STATIC_CHECKS:
         out += fn(ctx)

@@ -104,6 +104,10 @@ class Vocabulary:
             return False
         if any(table[i] != bytes([i]) for i in range(256)) or self.results != list(range(256, 256 + m)):
             return False
+        # v1 builds its table merge by merge: each merge's parts exist before it (a list may rank a
+        # merge above the merge that makes one of its parts -- such a vocabulary is v2)
+        if any(a >= 256 + r or b >= 256 + r for r, (a, b) in enumerate(self.merges)):
+            return False
         return list(self.special_to_id.values()) == list(range(256 + m, len(table)))
 
     def v1_behaviour(self) -> bool:

@@ -10,6 +10,9 @@ ids each preceded by one space (an empty line for an empty text).
 The sdist is ``$STACKTOK_LLAMA_SDIST``, else the one nox builds llama.cpp from
 (``.nox/llama-cpp-src/llama_cpp_python-*.tar.gz`` under the checkout). Nothing is downloaded.
 
+Beside the vocabularies, ``models/templates/`` holds real chat templates as their publishers ship
+them (``meta-llama-Llama-3.1-8B-Instruct.jinja``, ...): :func:`template` reads one by name.
+
 Out of scope: running llama.cpp (tests/test_gguf_*), building the sdist (nox).
 """
 
@@ -53,12 +56,44 @@ def extract_models(path: Path, out: Path) -> Path:
     return out
 
 
-def models_or_fail(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh folder with the sdist's vocab files; FAILS (never skips) saying how to get the sdist."""
+def template(path: Path, name: str) -> str:
+    """The text of ``models/templates/NAME.jinja`` in the sdist at ``path`` (KeyError naming it when
+    this sdist has no such template)."""
+    wanted = f"/{MODELS}/templates/{name}.jinja"
+    with tarfile.open(path) as tar:
+        for member in tar:
+            if member.isfile() and f"/{member.name}".endswith(wanted):
+                f = tar.extractfile(member)
+                if f is not None:
+                    return f.read().decode("utf-8")
+    raise KeyError(f"{path.name} has no {MODELS}/templates/{name}.jinja")
+
+
+def all_templates(path: Path) -> dict[str, str]:
+    """Every ``models/templates/*.jinja`` of the sdist at ``path``: ``{name: text}``, by name."""
+    marker = f"/{MODELS}/templates/"
+    out: dict[str, str] = {}
+    with tarfile.open(path) as tar:
+        for member in tar:
+            name = f"/{member.name}"
+            if member.isfile() and marker in name and name.endswith(".jinja"):
+                f = tar.extractfile(member)
+                if f is not None:
+                    out[Path(name).stem] = f.read().decode("utf-8")
+    return dict(sorted(out.items()))
+
+
+def sdist_or_fail() -> Path:
+    """The sdist; FAILS (never skips) saying how to get it."""
     found = sdist()
     if found is None:
         pytest.fail(f"no llama-cpp-python sdist: {HOW}")
-    return extract_models(found, tmp_path_factory.mktemp("vocab"))
+    return found
+
+
+def models_or_fail(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh folder with the sdist's vocab files; FAILS (never skips) saying how to get the sdist."""
+    return extract_models(sdist_or_fail(), tmp_path_factory.mktemp("vocab"))
 
 
 def split_inp(raw: str) -> list[str]:
