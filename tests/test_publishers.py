@@ -26,10 +26,15 @@ def known_gaps(publisher: pub.Publisher) -> set[str]:
     """Rows that fail for a reason outside this checkpoint's files, until issue 40: transformers 5
     builds ``Qwen2Tokenizer`` with its NFC normalizer whatever tokenizer.json says, and the
     artifact imported from llama.cpp's GGUF has no normalizer (neither has llama.cpp, which
-    serves Qwen without NFC: a real divergence on decomposed text, e + U+0301)."""
+    serves Qwen without NFC: a real divergence on decomposed text, e + U+0301); and under
+    transformers 4.x, ``clean_up_tokenization_spaces: true`` as Llama 3.1 ships it really rewrites
+    decodes (a failure there, a warning under 5.x)."""
+    gaps = set()
     if TRANSFORMERS_5 and publisher.tokenizer_config.get("tokenizer_class") == "Qwen2Tokenizer":
-        return {"conformance.encode[transformers-reload]"}
-    return set()
+        gaps.add("conformance.encode[transformers-reload]")
+    if not TRANSFORMERS_5 and publisher.tokenizer_config.get("clean_up_tokenization_spaces"):
+        gaps.add("config.clean_up_spaces[files]")  # 4.x decode really rewrites " !" (as published)
+    return gaps
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +53,9 @@ def test_a_publishers_checkpoint_passes_as_published(name, sdist, tmp_path) -> N
     bad = failing(run.report)
     gaps = known_gaps(publisher)
     assert set(bad) == gaps and run.code == (1 if gaps else 0), sorted(bad)
-    for row in gaps:  # the gap is the normalizer, and nothing else
-        assert bad[row]["window"]["probe"].startswith("scripts-combining"), bad[row]
+    if "conformance.encode[transformers-reload]" in gaps:  # the gap is the normalizer, nothing else
+        encode = bad["conformance.encode[transformers-reload]"]
+        assert encode["window"]["probe"].startswith("scripts-combining"), encode
     rows = {f"{c['check']}[{c['backend']}]": c for c in run.report["checks"]}
     for engine in ("transformers-reload", "llama.cpp"):
         chat = rows[f"conformance.chat[{engine}]"]

@@ -226,7 +226,7 @@ def test_a_training_template_gets_its_assistant_masks_compared(exports, tmp_path
     ckpt = rc.llama31(tmp_path / "ckpt", exports, template_edit=rc.template_marks_generation)
     run = gate(ckpt, backends="reference,transformers-reload", report=tmp_path / "r.json")
     got = rows(run.report)
-    assert run.code == 0 and not failing(run.report), sorted(failing(run.report))
+    assert set(failing(run.report)) == BELOW_5, sorted(failing(run.report))
     assert got["chat.generation_markers[files]"]["status"] == "pass", got["chat.generation_markers[files]"]
     chat = got["conformance.chat[transformers-reload]"]
     assert chat["status"] == "pass" and chat["message"].startswith("16 pass"), chat
