@@ -258,3 +258,24 @@ def test_a_model_that_does_not_load_is_a_start_error_with_the_log(binary, models
     assert "exited with code" in str(err.value) and "llama-server" in str(err.value)
     assert err.value.server is not None and err.value.server.stray == []
     assert err.value.server.log_path.is_file()  # a failed start keeps its log
+
+
+def test_a_machine_without_the_binary_reports_llama_server_missing(monkeypatch, tmp_path) -> None:
+    """No binary: the gate's llama-server row is MISSING with how to build it, the verdict
+    INCOMPLETE (exit 4) -- never passed."""
+    import stacktok_cli
+
+    from .helpers.paths import SHIPPED_HF
+
+    monkeypatch.setenv("STACKTOK_LLAMA_SERVER", str(tmp_path / "no-such-binary"))
+    text = tmp_path / "t.txt"
+    text.write_text("hello world\n", encoding="utf-8")
+    report = tmp_path / "r.json"
+    argv = ["gate", str(SHIPPED_HF), "--backends", "reference,llama-server", "--only-user-data"]
+    code = stacktok_cli.main([*argv, "--text", str(text), "--quiet", "--json", str(report)])
+    doc = json.loads(report.read_text())
+    row = next(c for c in doc["checks"] if c["backend"] == "llama-server")
+    assert code == 4 and doc["verdict"].startswith("INCOMPLETE"), doc["verdict"]
+    assert "llama-server (not installed)" in doc["verdict"]
+    assert row["check"] == "conformance" and row["status"] == "missing", row
+    assert "conformance.served.llama_build" in row["message"]
