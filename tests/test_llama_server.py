@@ -279,3 +279,23 @@ def test_a_machine_without_the_binary_reports_llama_server_missing(monkeypatch, 
     assert "llama-server (not installed)" in doc["verdict"]
     assert row["check"] == "conformance" and row["status"] == "missing", row
     assert "conformance.served.llama_build" in row["message"]
+
+
+@pytest.mark.parametrize("vocab", ["llama-spm", "bert-bge", "gpt-2", "command-r"])
+def test_the_fast_key_reader_writes_the_model_gguf_readers_would(models, vocab, tmp_path) -> None:
+    """The tokenizer keys read by stacktok's own walker give the very bytes the keys read by
+    gguf-py's GGUFReader give (strings as raw bytes): a SentencePiece, a WordPiece and two BPE
+    vocabularies."""
+    from conformance.served import tiny_gguf
+
+    src = models / f"ggml-vocab-{vocab}.gguf"
+    fast = tiny_gguf.write_model_gguf(src, tmp_path / "fast.gguf")
+    keys = tiny_gguf._raw_tokenizer_keys(src)
+    assert keys.keys() == tiny_gguf.read_tokenizer_keys(src).keys()
+    original = tiny_gguf.read_tokenizer_keys
+    try:
+        tiny_gguf.read_tokenizer_keys = lambda _path: keys
+        slow = tiny_gguf.write_model_gguf(src, tmp_path / "slow.gguf")
+    finally:
+        tiny_gguf.read_tokenizer_keys = original
+    assert fast.read_bytes() == slow.read_bytes()

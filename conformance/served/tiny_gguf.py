@@ -50,17 +50,39 @@ def _field_value(field: Any, gguf: Any) -> tuple[Any, Any, Any]:
 
 
 def read_tokenizer_keys(tokenizer_gguf: Path) -> dict[str, tuple[Any, Any, Any]]:
-    """Every ``tokenizer.*`` key of a GGUF: ``{key: (value, type, sub_type)}``."""
+    """Every ``tokenizer.*`` key of a GGUF: ``{key: (value, type, sub_type)}`` -- read by
+    ``stacktok_export.gguf.kv.read_fields`` (one walk over the file, ~20x faster than
+    ``GGUFReader`` on a 128k vocabulary), or by ``GGUFReader`` with strings as raw bytes when a
+    value is not UTF-8 text."""
+    import gguf
+
+    from stacktok_export.gguf.kv import read_fields
+
+    try:
+        fields, _tensors, _digest = read_fields(tokenizer_gguf)
+        keys = {}
+        for name, (value, kind) in fields.items():
+            if name.startswith("tokenizer."):
+                main, _, sub = kind.partition("[")
+                subtype = gguf.GGUFValueType[sub.rstrip("]")] if sub else None
+                keys[name] = (value, gguf.GGUFValueType[main], subtype)
+    except (UnicodeDecodeError, KeyError):  # a value that is not text: the raw bytes below
+        keys = _raw_tokenizer_keys(tokenizer_gguf)
+    except (OSError, ValueError) as exc:
+        raise TinyModelError(f"cannot read {tokenizer_gguf} as GGUF: {exc}") from None
+    if "tokenizer.ggml.tokens" not in keys:
+        raise TinyModelError(f"{tokenizer_gguf} has no tokenizer.ggml.tokens: not a tokenizer GGUF")
+    return keys
+
+
+def _raw_tokenizer_keys(tokenizer_gguf: Path) -> dict[str, tuple[Any, Any, Any]]:
     import gguf
 
     try:
         reader = gguf.GGUFReader(str(tokenizer_gguf))
     except (OSError, ValueError) as exc:
         raise TinyModelError(f"cannot read {tokenizer_gguf} as GGUF: {exc}") from None
-    keys = {name: _field_value(f, gguf) for name, f in reader.fields.items() if name.startswith("tokenizer.")}
-    if "tokenizer.ggml.tokens" not in keys:
-        raise TinyModelError(f"{tokenizer_gguf} has no tokenizer.ggml.tokens: not a tokenizer GGUF")
-    return keys
+    return {name: _field_value(f, gguf) for name, f in reader.fields.items() if name.startswith("tokenizer.")}
 
 
 def write_model_gguf(
