@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.backends import READS, shared_reference
+from conformance.backends import READS, require, shared_reference
 from conformance.backends._base import BaseBackend
 from conformance.core.expect import is_ours
 from conformance.core.layout import Exports
@@ -134,6 +134,8 @@ def load(exports: Exports) -> LlamaServerBackend:
 
     if exports.gguf is None:
         raise ExportAbsent("no .gguf file in the directory; run `stacktok export`")
+    for module in ("gguf", "numpy"):  # the tiny model is written with gguf-py: missing, not an error
+        require(module, "gguf")
     binary = find_llama_server()
     if binary is None:
         raise BackendMissing(f"no llama-server binary: {HOW}")
