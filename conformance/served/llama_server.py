@@ -51,14 +51,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from conformance.served.client import REQUEST_TIMEOUT, HttpError, request_json
 from conformance.served.llama_build import HOW
 from conformance.served.processes import exit_on_sigterm
-from conformance.served.server import _free_port, _stop, await_health
+from conformance.served.server import Server, _free_port, _stop, await_health
 
 CONTEXT = 2048
 SERVER_FLAGS = (
@@ -110,21 +110,11 @@ def _error_message(body: str) -> str:
 
 
 @dataclass
-class LlamaServer:
-    """A running ``llama-server``: where it is, what it answers and, after exit, how it stopped."""
+class LlamaServer(Server):
+    """A running ``llama-server`` (:class:`conformance.served.server.Server`: where it is and, after
+    exit, how it stopped), the ``binary`` it runs, and what it answers."""
 
-    url: str
-    port: int
-    pid: int
-    binary: Path
-    model: Path
-    log_path: Path
-    startup_seconds: float = 0.0
-    version: str = ""
-    stop_seconds: float | None = None
-    killed: bool = False  # SIGKILL was needed
-    stray: list[int] = field(default_factory=list)  # pids left after stop (must stay empty)
-    tree: set[tuple[int, int]] = field(default_factory=set)
+    binary: Path | None = None
 
     def request(self, path: str, body: Any = None, *, timeout: float = REQUEST_TIMEOUT) -> Any:
         """GET (``body`` None) or POST JSON; the answer. :class:`LlamaRequestError` on an error status."""
@@ -170,13 +160,6 @@ class LlamaServer:
             ids = self.tokenize(text, add_special=False, parse_special=True, timeout=timeout) if text else []
             props[f"{name}_id"] = ids[0] if len(ids) == 1 else None
         return props
-
-    def log_tail(self, lines: int = 15) -> str:
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
 
 
 def _failed(server: LlamaServer, message: str) -> LlamaServerError:
@@ -224,7 +207,7 @@ def llama_server(
     args = [str(binary), "-m", str(model_gguf), "--host", "127.0.0.1", "--port", str(port)]
     args += [*SERVER_FLAGS, *extra_args]
     cmd = [sys.executable, "-c", _LAUNCHER, str(os.getpid()), *args] if sys.platform == "linux" else args
-    server = LlamaServer(f"http://127.0.0.1:{port}", port, -1, binary, model_gguf, log_path)
+    server = LlamaServer(f"http://127.0.0.1:{port}", port, -1, str(model_gguf), log_path, binary=binary)
     t0 = time.monotonic()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
